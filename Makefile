@@ -1,0 +1,52 @@
+# reconcile-host: build, test, run and benchmark. Everything builds from source on a fresh machine.
+# Built artifacts live outside the repo when CARGO_TARGET_DIR is set (CI does), so warm runs are fast.
+
+TARGET_DIR      ?= $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+GUEST_TARGET    := $(TARGET_DIR)/guests
+HOST            := $(TARGET_DIR)/release/reconcile-host
+MYAPP_GUEST     := $(GUEST_TARGET)/wasm32-wasip2/release/guest_myapp.wasm
+CARGO_RELEASE   := cargo build --release --locked
+export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
+
+.PHONY: build host guests controlplane test test-unit run cluster bench fmt lint clean
+
+build: host guests
+
+host:
+	$(CARGO_RELEASE) -p reconcile-host
+
+guests:
+	rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+	cargo build --release --locked --target wasm32-wasip2 --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)
+
+# The real control plane (kube-apiserver, etcd, controller-manager, scheduler, kubectl, kwok), built
+# from Go modules and cached outside the repo.
+controlplane:
+	tests/controlplane/build.sh >/dev/null
+
+test: guests controlplane
+	cargo test --release --locked --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)/native
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo test --release --locked --workspace
+
+# The main job: a local control plane, the host with the MyApp guest, the seed's demo-app.
+run: build controlplane
+	$(CARGO_RELEASE) -p testcluster --bin testcluster
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" HOST="$(HOST)" MODULE="$(MYAPP_GUEST)" TESTCLUSTER="$(TARGET_DIR)/release/testcluster" scripts/demo.sh
+
+# Only the control plane, in the foreground, for kubectl by hand.
+cluster: controlplane
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo run --release --locked -p testcluster --bin testcluster
+
+bench: guests
+	cargo bench --locked -p reconcile-host --bench guest_call
+
+fmt:
+	cargo fmt --all
+	cargo fmt --all --manifest-path guests/Cargo.toml
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --release --locked --workspace --all-targets -- -D warnings
+
+clean:
+	cargo clean

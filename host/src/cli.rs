@@ -1,0 +1,107 @@
+//! Command-line interface. Every flag of `run` has an environment variable too, so the same binary is
+//! configured by a Deployment's `env` or by hand.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::guest::RuntimeConfig;
+use crate::kind::Gvk;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "reconcile-host",
+    version,
+    about = "A Kubernetes controller whose reconcile logic is a WebAssembly component"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// Log format: text for people, json for log pipelines.
+    #[arg(
+        long,
+        global = true,
+        env = "RECONCILE_HOST_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the reconciler once on a parent from a file, with no cluster, and print what it wants.
+    Render(RenderArgs),
+    /// Run the controller against a cluster (in-cluster config or KUBECONFIG).
+    Run(Box<crate::controller::RunArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The reconciler component (.wasm).
+    #[arg(long, short = 'm')]
+    pub module: PathBuf,
+    /// The parent object (YAML or JSON).
+    #[arg(long = "filename", short = 'f')]
+    pub parent: PathBuf,
+    /// Observed children (multi-document YAML), as the controller would pass them.
+    #[arg(long)]
+    pub observed: Option<PathBuf>,
+    /// Allowed child kind, GROUP/VERSION/KIND (repeatable). Without any, every kind is accepted.
+    #[arg(long = "child")]
+    pub children: Vec<Gvk>,
+    /// Pass `finalizing: true`, as while the parent is being deleted.
+    #[arg(long)]
+    pub finalizing: bool,
+    #[arg(long, short = 'o', default_value = "yaml")]
+    pub output: OutputFormat,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OutputFormat {
+    Yaml,
+    Json,
+}
+
+/// Limits of each guest call, shared by `render` and `run`.
+#[derive(Clone, Debug, Args)]
+pub struct RuntimeArgs {
+    /// Deadline of one guest call, in milliseconds.
+    #[arg(long, env = "RECONCILE_HOST_GUEST_DEADLINE_MS", default_value_t = 1000)]
+    pub guest_deadline_ms: u64,
+    /// Memory cap of one guest instance, in MiB.
+    #[arg(long, env = "RECONCILE_HOST_GUEST_MEMORY_MIB", default_value_t = 64)]
+    pub guest_memory_mib: usize,
+    /// Cap on what one guest call may return (children + status), in KiB.
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_GUEST_MAX_OUTPUT_KIB",
+        default_value_t = 4096
+    )]
+    pub guest_max_output_kib: usize,
+    /// Directory for compiled modules, so restarts skip compilation.
+    #[arg(long, env = "RECONCILE_HOST_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Reuse an instance for this many calls (0: a fresh instance per call, the safe default).
+    #[arg(long, env = "RECONCILE_HOST_REUSE_INSTANCE_CALLS", default_value_t = 0)]
+    pub reuse_instance_calls: u32,
+}
+
+impl RuntimeArgs {
+    pub fn config(&self) -> RuntimeConfig {
+        RuntimeConfig::default()
+            .deadline(Duration::from_millis(self.guest_deadline_ms))
+            .memory_limit(self.guest_memory_mib << 20)
+            .max_output_bytes(self.guest_max_output_kib << 10)
+            .cache_dir(self.cache_dir.clone())
+            .reuse_instance_calls(self.reuse_instance_calls)
+    }
+}

@@ -1,0 +1,46 @@
+//! Why a reconcile failed. Each variant becomes the reason of the parent's `Ready=False` condition and
+//! of a Warning Event, and a label of the error metric.
+
+use crate::guest::GuestError;
+use crate::validate::ValidationError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Guest(#[from] GuestError),
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error("applying {child}: {source}")]
+    Apply {
+        child: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("deleting {child}: {source}")]
+    Prune {
+        child: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("updating the parent: {0}")]
+    Parent(#[source] kube::Error),
+    #[error("the parent has no {0}")]
+    MissingMetadata(&'static str),
+    #[error("guest call was cancelled: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+impl ReconcileError {
+    /// A short CamelCase word for conditions, Events and metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ReconcileError::Guest(e) => e.reason(),
+            ReconcileError::Invalid(_) => "InvalidGuestOutput",
+            ReconcileError::Apply { .. } => "ApplyFailed",
+            ReconcileError::Prune { .. } => "PruneFailed",
+            ReconcileError::Parent(_) => "ParentUpdateFailed",
+            ReconcileError::MissingMetadata(_) => "InvalidParent",
+            ReconcileError::Join(_) => "GuestCallCancelled",
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The host's finalizer: added to live parents, removed once the guest answers `finalized` for a parent
+//! being deleted. JSON patches with a `test` op, so a concurrent edit of the list is never clobbered.
+
+use kube::api::{Patch, PatchParams};
+use kube::core::DynamicObject;
+use serde_json::json;
+
+use super::context::Context;
+use super::error::ReconcileError;
+
+pub fn has_finalizer(parent: &DynamicObject, finalizer: &str) -> bool {
+    parent
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == finalizer)
+}
+
+impl Context {
+    pub async fn add_finalizer(
+        &self,
+        parent: &DynamicObject,
+        namespace: &str,
+        finalizer: &str,
+    ) -> Result<(), ReconcileError> {
+        let ops = match &parent.metadata.finalizers {
+            None => json!([{"op": "add", "path": "/metadata/finalizers", "value": [finalizer]}]),
+            Some(_) => json!([{"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}]),
+        };
+        self.patch_parent(parent, namespace, ops).await
+    }
+
+    pub async fn remove_finalizer(
+        &self,
+        parent: &DynamicObject,
+        namespace: &str,
+        finalizer: &str,
+    ) -> Result<(), ReconcileError> {
+        let Some(index) = parent
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .position(|f| f == finalizer)
+        else {
+            return Ok(());
+        };
+        let path = format!("/metadata/finalizers/{index}");
+        let ops = json!([{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}]);
+        self.patch_parent(parent, namespace, ops).await
+    }
+
+    async fn patch_parent(
+        &self,
+        parent: &DynamicObject,
+        namespace: &str,
+        ops: serde_json::Value,
+    ) -> Result<(), ReconcileError> {
+        let patch: json_patch::Patch = serde_json::from_value(ops).expect("well-formed JSON patch");
+        let name = parent
+            .metadata
+            .name
+            .as_deref()
+            .ok_or(ReconcileError::MissingMetadata("name"))?;
+        self.api(&self.parent, namespace)
+            .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+            .await
+            .map_err(ReconcileError::Parent)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,138 @@
+//! The controller: watches parents and the child kinds they own through kube-runtime, calls the guest
+//! for each parent, and applies its answer (`reconcile`), using the reflector caches (`observe`),
+//! server-side apply and pruning (`apply`), the status subresource (`status`) and per-object backoff.
+
+mod apply;
+mod backoff;
+mod context;
+mod error;
+mod finalizer;
+mod observe;
+mod reconcile;
+mod status;
+mod swap;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use futures::StreamExt;
+use kube::core::DynamicObject;
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::{Api, Client};
+
+use crate::cli::RuntimeArgs;
+use crate::guest::Runtime;
+use crate::kind::Gvk;
+use crate::source::{ConfigMapRef, ModuleSource};
+pub use context::Context;
+pub use error::ReconcileError;
+
+/// The field manager of every apply, and the value of the managed-by label on children.
+pub const MANAGER: &str = "reconcile-host";
+/// Label the host puts on every child; the child watches select on it so the caches hold only ours.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+
+#[derive(Debug, Args)]
+#[group(id = "module-source", required = true, multiple = false)]
+pub struct RunArgs {
+    /// The parent kind to watch, GROUP/VERSION/KIND, e.g. example.com/v1alpha1/MyApp.
+    #[arg(long, env = "RECONCILE_HOST_PARENT")]
+    pub parent: Gvk,
+    /// A child kind the guest may create, GROUP/VERSION/KIND (repeatable; env: comma-separated).
+    #[arg(
+        long = "child",
+        env = "RECONCILE_HOST_CHILDREN",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub children: Vec<Gvk>,
+    /// The reconciler component (.wasm), typically a mounted ConfigMap; watched and hot-swapped.
+    #[arg(long, env = "RECONCILE_HOST_MODULE", group = "module-source")]
+    pub module: Option<PathBuf>,
+    /// The reconciler component in a ConfigMap's binaryData (raw or gzip), NAMESPACE/NAME[/KEY];
+    /// watched through the API and hot-swapped.
+    #[arg(long, env = "RECONCILE_HOST_MODULE_CONFIGMAP", group = "module-source")]
+    pub module_configmap: Option<ConfigMapRef>,
+    /// A finalizer to hold parents until the guest answers `finalized` during deletion.
+    #[arg(long, env = "RECONCILE_HOST_FINALIZER")]
+    pub finalizer: Option<String>,
+    /// Parents reconciled at once.
+    #[arg(long, env = "RECONCILE_HOST_CONCURRENCY", default_value_t = 16)]
+    pub concurrency: u16,
+    /// Only parents in this namespace (default: all namespaces).
+    #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
+    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run_async(args))
+}
+
+async fn run_async(args: RunArgs) -> anyhow::Result<()> {
+    let runtime = Runtime::new(
+        args.runtime
+            .config()
+            .max_instances(u32::from(args.concurrency) * 2 + 4),
+    )?;
+    let client = Client::try_default().await?;
+    let source = match (&args.module, &args.module_configmap) {
+        (Some(path), _) => ModuleSource::File(path.clone()),
+        (None, Some(cm)) => ModuleSource::ConfigMap(cm.clone()),
+        (None, None) => unreachable!("clap requires a module source"),
+    };
+    let mut updates = source.updates(Some(client.clone()));
+    let module = swap::first_module(&runtime, &source, &mut updates).await?;
+    tracing::info!(%source, digest = module.digest(), bytes = module.size(), "module loaded");
+
+    let ctx = Arc::new(Context::discover(client.clone(), &args, module).await?);
+    let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
+    tokio::spawn(swap::follow(
+        ctx.clone(),
+        runtime.clone(),
+        source,
+        updates,
+        reconcile_all,
+    ));
+
+    let parent_api = ctx.parent_api_all();
+    let parent_writer = Writer::new(ctx.parent.resource.clone());
+    let parent_reader = parent_writer.as_reader();
+    let parents = reflector::reflector(
+        parent_writer,
+        watcher(parent_api, watcher::Config::default()),
+    )
+    .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
+    .applied_objects();
+    let mut controller =
+        Controller::for_stream_with(parents, parent_reader, ctx.parent.resource.clone())
+            .with_config(kube::runtime::controller::Config::default().concurrency(args.concurrency))
+            .reconcile_all_on(reconcile_all_rx);
+    for (child, writer) in ctx.child_writers() {
+        let api: Api<DynamicObject> = ctx.child_api_all(child);
+        let selector = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
+        let stream = reflector::reflector(writer, watcher(api, selector))
+            .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
+            .touched_objects();
+        controller = controller.owns_stream_with(stream, child.resource.clone());
+    }
+
+    tracing::info!(parent = %args.parent, children = ?args.children.iter().map(Gvk::to_string).collect::<Vec<_>>(), "controller starting");
+    controller
+        .shutdown_on_signal()
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "reconcile loop");
+            }
+        })
+        .await;
+    tracing::info!("controller stopped");
+    Ok(())
+}

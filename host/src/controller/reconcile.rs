@@ -1,0 +1,164 @@
+//! One reconcile: observe, call the guest, validate, apply and prune, write the status, requeue.
+//! A failure anywhere before apply applies nothing and prunes nothing: the last good state stays.
+
+use std::sync::Arc;
+
+use kube::Resource;
+use kube::core::DynamicObject;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+
+use super::apply::Change;
+use super::context::Context;
+use super::error::ReconcileError;
+use super::finalizer::has_finalizer;
+use super::status::Outcome;
+use crate::guest::Request;
+use crate::text::truncate;
+use crate::validate::validate;
+
+pub async fn reconcile(
+    parent: Arc<DynamicObject>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let namespace = parent
+        .metadata
+        .namespace
+        .clone()
+        .ok_or(ReconcileError::MissingMetadata("namespace"))?;
+    let key = format!(
+        "{namespace}/{}",
+        parent.metadata.name.as_deref().unwrap_or_default()
+    );
+    let result = reconcile_inner(&parent, &namespace, &key, &ctx).await;
+    match &result {
+        Ok(_) => ctx.backoff.reset(&key),
+        Err(e) => {
+            tracing::warn!(parent = %key, reason = e.reason(), error = %e, "reconcile failed");
+            ctx.publish(&parent, EventType::Warning, e.reason(), e.to_string())
+                .await;
+            let failed = Outcome::Failed {
+                reason: e.reason(),
+                message: e.to_string(),
+            };
+            if let Err(status_error) = ctx.write_status(&parent, &namespace, failed).await {
+                tracing::warn!(parent = %key, error = %status_error, "cannot report the failure in the status");
+            }
+        }
+    }
+    result
+}
+
+async fn reconcile_inner(
+    parent: &Arc<DynamicObject>,
+    namespace: &str,
+    key: &str,
+    ctx: &Context,
+) -> Result<Action, ReconcileError> {
+    let deleting = parent.metadata.deletion_timestamp.is_some();
+    let finalizing = match &ctx.finalizer {
+        Some(finalizer) if deleting => has_finalizer(parent, finalizer),
+        Some(finalizer) if !has_finalizer(parent, finalizer) => {
+            // The update this causes triggers the next reconcile.
+            ctx.add_finalizer(parent, namespace, finalizer).await?;
+            return Ok(Action::await_change());
+        }
+        _ => false,
+    };
+    if deleting && !finalizing {
+        // Garbage collection removes the children through their ownerReferences.
+        return Ok(Action::await_change());
+    }
+
+    let uid = parent
+        .metadata
+        .uid
+        .as_deref()
+        .ok_or(ReconcileError::MissingMetadata("uid"))?;
+    let observed = ctx.observe(namespace, uid);
+    let request = Request {
+        parent: serde_json::to_string(parent.as_ref()).expect("objects serialize"),
+        children: observed
+            .iter()
+            .map(|o| serde_json::to_string(o.object.as_ref()).expect("objects serialize"))
+            .collect(),
+        finalizing,
+    };
+    let module = ctx.module();
+    let tag = key.to_string();
+    // Guest calls are CPU-bound and may run up to their deadline: keep them off the async workers.
+    let answer = tokio::task::spawn_blocking(move || module.call(&tag, &request)).await??;
+    let children = validate(&answer, namespace, &ctx.rules)?;
+
+    let mut changes = ctx
+        .apply_children(parent, &children, &observed, namespace)
+        .await?;
+    changes.extend(ctx.prune(&observed, &children).await?);
+    for change in &changes {
+        let reason = match change {
+            Change::Created(_) => "Created",
+            Change::Updated(_) => "Updated",
+            Change::Deleted(_) => "Deleted",
+        };
+        ctx.publish(parent, EventType::Normal, reason, change.to_string())
+            .await;
+    }
+    let reconciled = Outcome::Reconciled {
+        guest_status: answer.status.as_ref(),
+        message: format!(
+            "{} children applied by module {}",
+            children.len(),
+            ctx.module().short_digest()
+        ),
+    };
+    ctx.write_status(parent, namespace, reconciled).await?;
+
+    if let Some(finalizer) = ctx
+        .finalizer
+        .as_ref()
+        .filter(|_| finalizing && answer.finalized)
+    {
+        ctx.remove_finalizer(parent, namespace, finalizer).await?;
+    }
+    Ok(match answer.requeue_after {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
+}
+
+pub fn error_policy(
+    parent: Arc<DynamicObject>,
+    _error: &ReconcileError,
+    ctx: Arc<Context>,
+) -> Action {
+    let key = format!(
+        "{}/{}",
+        parent.metadata.namespace.as_deref().unwrap_or_default(),
+        parent.metadata.name.as_deref().unwrap_or_default()
+    );
+    Action::requeue(ctx.backoff.next_delay(&key))
+}
+
+impl Context {
+    /// Publishes an Event on the parent; a failure to do so is logged, never fatal.
+    pub async fn publish(
+        &self,
+        parent: &DynamicObject,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            // Event notes are limited to 1 kB.
+            note: Some(truncate(note, 1000)),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        let reference = parent.object_ref(&self.parent.resource);
+        if let Err(e) = self.recorder.publish(&event, &reference).await {
+            tracing::warn!(error = %e, "cannot publish event");
+        }
+    }
+}

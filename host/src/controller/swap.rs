@@ -1,0 +1,106 @@
+//! Hot swap: each new version of the module is compiled beside the active one and swapped in only if it
+//! loads and implements the world; then every parent is reconciled again. A bad version never replaces
+//! a good one: it is logged and reported as a Warning Event, and the old logic keeps serving.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::channel::mpsc::UnboundedSender;
+use futures::stream::BoxStream;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType};
+
+use super::context::Context;
+use crate::guest::{Module, Runtime};
+use crate::source::{ModuleSource, Update};
+use crate::text::truncate;
+
+/// Waits for the first version of the module; at start-up there is no good module to fall back on, so
+/// a bad first version is an error.
+pub async fn first_module(
+    runtime: &Arc<Runtime>,
+    source: &ModuleSource,
+    updates: &mut BoxStream<'static, Update>,
+) -> anyhow::Result<Arc<Module>> {
+    tracing::info!(%source, "waiting for the module");
+    let bytes = updates
+        .next()
+        .await
+        .ok_or_else(|| anyhow::anyhow!("module source {source} ended"))?
+        .map_err(anyhow::Error::msg)?;
+    let runtime = runtime.clone();
+    Ok(tokio::task::spawn_blocking(move || Module::load(&runtime, &bytes)).await??)
+}
+
+/// Swaps in every later version that loads, and asks the controller to reconcile everything again.
+pub async fn follow(
+    ctx: Arc<Context>,
+    runtime: Arc<Runtime>,
+    source: ModuleSource,
+    mut updates: BoxStream<'static, Update>,
+    reconcile_all: UnboundedSender<()>,
+) {
+    while let Some(update) = updates.next().await {
+        let loaded = match update {
+            Ok(bytes) => {
+                let runtime = runtime.clone();
+                match tokio::task::spawn_blocking(move || Module::load(&runtime, &bytes)).await {
+                    Ok(result) => result.map_err(|e| e.to_string()),
+                    Err(e) => Err(format!("loading the module panicked: {e}")),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        match loaded {
+            Ok(module) if module.digest() == ctx.module().digest() => {}
+            Ok(module) => {
+                let previous = ctx.swap_module(module.clone());
+                tracing::info!(%source, digest = module.digest(), previous = previous.digest(), bytes = module.size(), "module swapped");
+                let _ = reconcile_all.unbounded_send(());
+            }
+            Err(error) => {
+                tracing::error!(%source, %error, active = ctx.module().digest(), "new module refused; the active module keeps serving");
+                ctx.report_module_failure(&source, error).await;
+            }
+        }
+    }
+}
+
+impl Context {
+    /// Reports a refused module as a Warning Event on the ConfigMap it came from, or on the host's Pod
+    /// (from the downward API's POD_NAME and POD_NAMESPACE) for a file.
+    async fn report_module_failure(&self, source: &ModuleSource, error: String) {
+        let regarding = match source {
+            ModuleSource::ConfigMap(cm) => Some(ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("ConfigMap".into()),
+                namespace: Some(cm.namespace.clone()),
+                name: Some(cm.name.clone()),
+                ..ObjectReference::default()
+            }),
+            ModuleSource::File(_) => {
+                match (std::env::var("POD_NAMESPACE"), std::env::var("POD_NAME")) {
+                    (Ok(namespace), Ok(name)) => Some(ObjectReference {
+                        api_version: Some("v1".into()),
+                        kind: Some("Pod".into()),
+                        namespace: Some(namespace),
+                        name: Some(name),
+                        ..ObjectReference::default()
+                    }),
+                    _ => None,
+                }
+            }
+        };
+        let Some(regarding) = regarding else { return };
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "ModuleRefused".into(),
+            note: Some(truncate(error, 1000)),
+            action: "LoadModule".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &regarding).await {
+            tracing::warn!(error = %e, "cannot publish the module failure event");
+        }
+    }
+}

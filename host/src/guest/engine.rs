@@ -1,0 +1,100 @@
+//! The process-wide wasmtime engine: one per process because compiled code, the instance pool and the
+//! epoch clock are shared by every module and every call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::bindings::Reconciler;
+use super::config::RuntimeConfig;
+use super::state::GuestState;
+
+/// How often the epoch advances; deadlines are counted in these ticks.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Memory reset by `memset` instead of `madvise` when an instance slot is reused. A small guest touches
+/// about this much (stack, data, a little heap): keeping it resident avoids a page fault per page on the
+/// next call, which is most of what a fresh instance costs.
+const KEEP_RESIDENT_BYTES: usize = 256 << 10;
+
+/// Engine, linker and epoch ticker, built once. Cheap to share (`Arc`).
+pub struct Runtime {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<GuestState>,
+    pub(crate) config: RuntimeConfig,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Runtime {
+    pub fn new(config: RuntimeConfig) -> anyhow::Result<Arc<Runtime>> {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(config.max_instances)
+            .total_core_instances(config.max_instances * 8)
+            .total_memories(config.max_instances * 4)
+            .total_tables(config.max_instances * 8)
+            .max_memory_size(config.memory_limit)
+            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+            .table_keep_resident(16 << 10);
+
+        let mut wasm = Config::new();
+        wasm.wasm_component_model(true)
+            .epoch_interruption(true)
+            .memory_init_cow(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&wasm).map_err(|e| anyhow::anyhow!("wasmtime engine: {e:?}"))?;
+
+        let mut linker = Linker::new(&engine);
+        // WASI with no capabilities: guests built by ordinary toolchains import it even when they
+        // never call it. No preopens, no env, no args, no network; stdio is captured per call.
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
+        Reconciler::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_epoch_ticker(engine.clone(), ticker_stop.clone());
+        Ok(Arc::new(Runtime {
+            engine,
+            linker,
+            config,
+            ticker_stop,
+        }))
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// The deadline in epoch ticks, rounded up, at least one.
+    pub(crate) fn deadline_ticks(&self) -> u64 {
+        let ticks = self
+            .config
+            .deadline
+            .as_nanos()
+            .div_ceil(EPOCH_TICK.as_nanos());
+        ticks.max(1) as u64
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A plain thread, not a tokio task: the clock must tick even when every runtime worker is busy, and
+/// `render` and the benchmarks run without tokio.
+fn spawn_epoch_ticker(engine: Engine, stop: Arc<AtomicBool>) {
+    std::thread::Builder::new()
+        .name("wasm-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })
+        .expect("spawning the epoch ticker thread");
+}

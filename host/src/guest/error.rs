@@ -1,0 +1,55 @@
+//! Why loading a module or calling a guest failed, as enums that the controller turns into conditions,
+//! Events and metric labels.
+
+use std::time::Duration;
+
+/// A module that cannot become the active logic. The previous module, if any, stays in place.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("module is not a WebAssembly component: {0}")]
+    NotAComponent(String),
+    #[error("module failed to compile: {0}")]
+    Compile(String),
+    #[error("module does not implement the world {world}: {reason}")]
+    WorldMismatch { world: &'static str, reason: String },
+    #[error("cannot read module {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One reconcile call that produced no usable answer. Nothing is applied or pruned after it.
+#[derive(Debug, thiserror::Error)]
+pub enum GuestError {
+    #[error("guest exceeded its deadline of {0:?} and was interrupted")]
+    Deadline(Duration),
+    #[error("guest exceeded its memory limit of {limit_bytes} bytes")]
+    MemoryLimit { limit_bytes: usize },
+    #[error("guest trapped: {0}")]
+    Trap(String),
+    #[error("guest returned an error: {0}")]
+    Rejected(String),
+    #[error("guest output is {size} bytes, more than the limit of {limit} bytes")]
+    OutputTooLarge { size: usize, limit: usize },
+    #[error("guest output is not valid JSON ({what}): {reason}")]
+    InvalidJson { what: String, reason: String },
+    #[error("cannot instantiate guest: {0}")]
+    Instantiate(String),
+}
+
+impl GuestError {
+    /// A short CamelCase word for condition reasons and metric labels.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            GuestError::Deadline(_) => "GuestDeadlineExceeded",
+            GuestError::MemoryLimit { .. } => "GuestMemoryLimitExceeded",
+            GuestError::Trap(_) => "GuestTrapped",
+            GuestError::Rejected(_) => "GuestRejected",
+            GuestError::OutputTooLarge { .. } => "GuestOutputTooLarge",
+            GuestError::InvalidJson { .. } => "GuestOutputInvalid",
+            GuestError::Instantiate(_) => "GuestInstantiateFailed",
+        }
+    }
+}

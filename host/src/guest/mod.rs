@@ -1,0 +1,21 @@
+//! The guest runtime: everything about running untrusted reconcile logic compiled to a WebAssembly
+//! component. One engine per process (`engine`), modules compiled once and cached on disk (`module`,
+//! `cache`), and calls that are fresh, sandboxed and bounded (`call`, `state`, `reuse`).
+
+mod bindings;
+mod cache;
+mod call;
+mod config;
+mod engine;
+mod error;
+mod module;
+mod reuse;
+mod state;
+
+pub use bindings::{Request, Response, WORLD};
+pub use call::Answer;
+pub(crate) use call::json_kind;
+pub use config::RuntimeConfig;
+pub use engine::Runtime;
+pub use error::{GuestError, LoadError};
+pub use module::Module;

@@ -1,0 +1,137 @@
+//! A loaded reconciler module: compiled (or taken from the artifact cache), checked against the world,
+//! and pre-instantiated so that each call only has to create a store and an instance.
+
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use super::bindings::{ReconcilerPre, WORLD};
+use super::cache::ArtifactCache;
+use super::engine::Runtime;
+use super::error::LoadError;
+use super::reuse::WarmInstance;
+
+/// The active logic. Linking and type-checking happen once here, not per call: `ReconcilerPre` is the
+/// component with its imports resolved, ready to instantiate in microseconds.
+pub struct Module {
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) pre: ReconcilerPre<super::state::GuestState>,
+    digest: String,
+    size: usize,
+    /// Instances kept between calls in reuse mode (empty otherwise).
+    pub(crate) warm: Mutex<Vec<WarmInstance>>,
+}
+
+impl Module {
+    /// Compiles `bytes` (or loads the cached artifact for them) and checks that it implements the world.
+    pub fn load(runtime: &Arc<Runtime>, bytes: &[u8]) -> Result<Arc<Module>, LoadError> {
+        if !wasmparser_is_component(bytes) {
+            return Err(LoadError::NotAComponent(describe_header(bytes)));
+        }
+        let digest = hex(&Sha256::digest(bytes));
+        let cache = runtime
+            .config
+            .cache_dir
+            .as_deref()
+            .map(|dir| ArtifactCache::new(dir, &runtime.engine));
+        let component = match cache.as_ref().and_then(|c| c.load(&digest)) {
+            Some(component) => component,
+            None => {
+                let component = Component::new(&runtime.engine, bytes)
+                    .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+                if let Some(cache) = &cache {
+                    cache.store(&digest, &component);
+                }
+                component
+            }
+        };
+        let pre = runtime
+            .linker
+            .instantiate_pre(&component)
+            .and_then(ReconcilerPre::new)
+            .map_err(|e| LoadError::WorldMismatch {
+                world: WORLD,
+                reason: format!(
+                    "{e:#}; the component has {}",
+                    describe_world(&component, &runtime.engine)
+                ),
+            })?;
+        Ok(Arc::new(Module {
+            runtime: runtime.clone(),
+            pre,
+            digest,
+            size: bytes.len(),
+            warm: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Reads and loads a module file.
+    pub fn load_file(
+        runtime: &Arc<Runtime>,
+        path: &std::path::Path,
+    ) -> Result<Arc<Module>, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Module::load(runtime, &bytes)
+    }
+
+    /// `sha256:<hex>` of the module bytes: which logic produced a given state.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The first 12 hex digits of the digest, for labels and annotations.
+    pub fn short_digest(&self) -> &str {
+        &self.digest["sha256:".len().."sha256:".len() + 12]
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(7 + bytes.len() * 2);
+    out.push_str("sha256:");
+    for b in bytes {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// A component starts with `\0asm`, a version field and layer 1; a core module has layer 0.
+fn wasmparser_is_component(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0]
+}
+
+fn describe_header(bytes: &[u8]) -> String {
+    if bytes.len() >= 8 && bytes[..4] == *b"\0asm" {
+        "it is a core wasm module; build a component (e.g. the wasm32-wasip2 target, or `wasm-tools component new`)".into()
+    } else {
+        format!(
+            "it does not start with the wasm magic bytes ({} bytes)",
+            bytes.len()
+        )
+    }
+}
+
+/// Lists what a component imports and exports, to show next to what the world expects.
+fn describe_world(component: &Component, engine: &wasmtime::Engine) -> String {
+    let ty = component.component_type();
+    let imports: Vec<_> = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let exports: Vec<_> = ty
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    format!(
+        "imports [{}] and exports [{}]",
+        imports.join(", "),
+        exports.join(", ")
+    )
+}

@@ -1,0 +1,55 @@
+//! Opt-in instance reuse. A fresh instance per call is the default because nothing can leak between
+//! parents; JS and Python guests cost 1-2 ms to instantiate, so they may trade that isolation for speed.
+
+use wasmtime::Store;
+
+use super::bindings::{Reconciler, Request, Response};
+use super::call::classify;
+use super::error::GuestError;
+use super::module::Module;
+use super::state::GuestState;
+
+/// An instance kept alive between calls, retired after a trap or after `reuse_instance_calls` calls.
+pub(crate) struct WarmInstance {
+    store: Store<GuestState>,
+    bindings: Reconciler,
+    calls: u32,
+}
+
+impl Module {
+    pub(crate) fn call_reused(&self, tag: &str, request: &Request) -> Result<Response, GuestError> {
+        let warm = self.warm.lock().expect("warm pool poisoned").pop();
+        let mut warm = match warm {
+            Some(mut warm) => {
+                warm.store.data_mut().retag(tag.to_string());
+                warm.store.set_epoch_deadline(self.runtime.deadline_ticks());
+                warm
+            }
+            None => {
+                let mut store = self.new_store(tag.to_string());
+                let bindings = self
+                    .pre
+                    .instantiate(&mut store)
+                    .map_err(|e| GuestError::Instantiate(format!("{e:#}")))?;
+                WarmInstance {
+                    store,
+                    bindings,
+                    calls: 0,
+                }
+            }
+        };
+        let result = warm.bindings.call_reconcile(&mut warm.store, request);
+        let result = classify(&warm.store, self.runtime.config.deadline, result);
+        warm.store.data_mut().flush_stdio();
+        warm.calls += 1;
+        // A trapped instance may be in any state: drop it. A guest error string is a normal answer.
+        let healthy = !matches!(
+            result,
+            Err(GuestError::Trap(_) | GuestError::Deadline(_) | GuestError::MemoryLimit { .. })
+        );
+        if healthy && warm.calls < self.runtime.config.reuse_instance_calls {
+            self.warm.lock().expect("warm pool poisoned").push(warm);
+        }
+        result
+    }
+}

@@ -1,0 +1,15 @@
+//! reconcile-host: a Kubernetes controller host whose reconcile logic is a WebAssembly component.
+//!
+//! The modules follow the data flow: `guest` runs the logic, `validate` holds its output to the safety
+//! rules, `render` runs both without a cluster, `source` follows new versions of the module, and `controller`
+//! applies the result to a cluster.
+
+pub mod cli;
+pub mod controller;
+pub mod guest;
+pub mod kind;
+pub mod render;
+pub mod source;
+pub mod telemetry;
+pub mod text;
+pub mod validate;

@@ -1,0 +1,26 @@
+//! reconcile-host: parse the command line and hand over to `render` or the controller.
+
+use clap::Parser;
+use reconcile_host::cli::{Cli, Command};
+use reconcile_host::{controller, render, telemetry};
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Render(args) => {
+            telemetry::init_logging(cli.log_format, "warn");
+            render::render(&args, &mut std::io::stdout().lock())
+        }
+        Command::Run(args) => {
+            telemetry::init_logging(cli.log_format, "info,kube=warn");
+            controller::run(*args)
+        }
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! `reconcile-host render`: the guest and the safety rules on a parent from a file, no cluster needed.
+//! What a reconciler author runs before shipping a module.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::cli::{OutputFormat, RenderArgs};
+use crate::guest::{Module, Request, Runtime};
+use crate::validate::{Rules, validate};
+
+pub fn render(args: &RenderArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let parent = read_documents(&args.parent)?
+        .into_iter()
+        .next()
+        .with_context(|| format!("{} holds no object", args.parent.display()))?;
+    let observed = match &args.observed {
+        Some(path) => read_documents(path)?,
+        None => Vec::new(),
+    };
+    let namespace = parent["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    let tag = format!(
+        "{namespace}/{}",
+        parent["metadata"]["name"].as_str().unwrap_or("?")
+    );
+
+    let runtime = Runtime::new(args.runtime.config())?;
+    let module = Module::load_file(&runtime, &args.module)?;
+    let request = Request {
+        parent: parent.to_string(),
+        children: observed.iter().map(Value::to_string).collect(),
+        finalizing: args.finalizing,
+    };
+    let answer = module.call(&tag, &request)?;
+    if args.children.is_empty() {
+        eprintln!("note: no --child given, so child kinds are not checked against an allow-list");
+    }
+    let rules = Rules::new((!args.children.is_empty()).then(|| args.children.clone()));
+    let children = validate(&answer, &namespace, &rules)?;
+
+    match args.output {
+        OutputFormat::Json => {
+            let doc = json!({
+                "children": children.iter().map(|c| &c.object).collect::<Vec<_>>(),
+                "status": answer.status,
+                "requeueAfterSeconds": answer.requeue_after.map(|d| d.as_secs()),
+                "finalized": answer.finalized,
+            });
+            writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        }
+        OutputFormat::Yaml => {
+            for child in &children {
+                write!(out, "---\n{}", serde_norway::to_string(&child.object)?)?;
+            }
+            // The status is not a resource: print it as comments so the output stays `kubectl apply`-able.
+            if let Some(status) = &answer.status {
+                writeln!(out, "# status:")?;
+                for line in serde_norway::to_string(status)?.lines() {
+                    writeln!(out, "#   {line}")?;
+                }
+            }
+            if let Some(after) = answer.requeue_after {
+                writeln!(out, "# requeueAfterSeconds: {}", after.as_secs())?;
+            }
+            if answer.finalized {
+                writeln!(out, "# finalized: true")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every non-empty document of a YAML (or JSON) file.
+pub fn read_documents(path: &Path) -> anyhow::Result<Vec<Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut docs = Vec::new();
+    for doc in serde_norway::Deserializer::from_str(&text) {
+        let value =
+            Value::deserialize(doc).with_context(|| format!("parsing {}", path.display()))?;
+        if !value.is_null() {
+            docs.push(value);
+        }
+    }
+    Ok(docs)
+}

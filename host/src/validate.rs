@@ -1,0 +1,342 @@
+//! The safety rules for guest output. The guest is untrusted: whatever it answers, it must not create
+//! kinds outside the allow-list, reach into another namespace, or flood the API server.
+
+use serde_json::Value;
+
+use crate::guest::Answer;
+use crate::kind::Gvk;
+
+/// What a guest may produce for one parent.
+#[derive(Clone, Debug)]
+pub struct Rules {
+    /// The allow-listed child kinds; `None` accepts any kind (only `render` offers that, and says so).
+    pub allowed: Option<Vec<Gvk>>,
+    pub max_children: usize,
+    pub max_child_bytes: usize,
+}
+
+impl Rules {
+    pub fn new(allowed: Option<Vec<Gvk>>) -> Rules {
+        Rules {
+            allowed,
+            max_children: 100,
+            // etcd refuses objects over 1.5 MiB; stay well inside it.
+            max_child_bytes: 512 << 10,
+        }
+    }
+}
+
+/// A desired child that passed the rules, with the namespace filled in and its kind resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Child {
+    pub kind: Gvk,
+    pub name: String,
+    pub object: Value,
+}
+
+/// One refused child (or the whole answer): which one, and which rule it broke.
+#[derive(Debug, thiserror::Error)]
+#[error("guest output refused: child {child}: {rule}")]
+pub struct ValidationError {
+    /// `Kind/name` where known, else `#index`.
+    pub child: String,
+    pub rule: Rule,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum Rule {
+    #[error("is {0}, not a JSON object")]
+    NotAnObject(&'static str),
+    #[error("has no string field `{0}`")]
+    MissingField(&'static str),
+    #[error("kind {api_version}/{kind} is not allow-listed (allowed: {allowed})")]
+    KindNotAllowed {
+        api_version: String,
+        kind: String,
+        allowed: String,
+    },
+    #[error(
+        "is in namespace `{namespace}`, but children must be in the parent's namespace `{parent}`"
+    )]
+    OtherNamespace { namespace: String, parent: String },
+    #[error("name `{name}` is not a valid object name: {reason}")]
+    InvalidName { name: String, reason: &'static str },
+    #[error("is {size} bytes, more than the limit of {max}")]
+    TooLarge { size: usize, max: usize },
+    #[error("appears twice")]
+    Duplicate,
+    #[error("the answer has {count} children, more than the limit of {max}")]
+    TooMany { count: usize, max: usize },
+}
+
+/// Checks every child of `answer` for a parent in `namespace`; all pass or nothing is applied.
+pub fn validate(
+    answer: &Answer,
+    namespace: &str,
+    rules: &Rules,
+) -> Result<Vec<Child>, ValidationError> {
+    if answer.children.len() > rules.max_children {
+        return Err(ValidationError {
+            child: "(all)".into(),
+            rule: Rule::TooMany {
+                count: answer.children.len(),
+                max: rules.max_children,
+            },
+        });
+    }
+    let mut children: Vec<Child> = Vec::with_capacity(answer.children.len());
+    for (index, object) in answer.children.iter().enumerate() {
+        let child = validate_child(index, object, namespace, rules)?;
+        if children
+            .iter()
+            .any(|c| c.kind == child.kind && c.name == child.name)
+        {
+            return Err(ValidationError {
+                child: format!("{}/{}", child.kind.kind, child.name),
+                rule: Rule::Duplicate,
+            });
+        }
+        children.push(child);
+    }
+    Ok(children)
+}
+
+fn validate_child(
+    index: usize,
+    object: &Value,
+    namespace: &str,
+    rules: &Rules,
+) -> Result<Child, ValidationError> {
+    let refuse = |child: String, rule: Rule| ValidationError { child, rule };
+    let Value::Object(map) = object else {
+        return Err(refuse(
+            format!("#{index}"),
+            Rule::NotAnObject(crate::guest::json_kind(object)),
+        ));
+    };
+    let field = |name: &'static str| map.get(name).and_then(Value::as_str);
+    let api_version = field("apiVersion")
+        .ok_or_else(|| refuse(format!("#{index}"), Rule::MissingField("apiVersion")))?;
+    let kind_name =
+        field("kind").ok_or_else(|| refuse(format!("#{index}"), Rule::MissingField("kind")))?;
+    let metadata = map.get("metadata");
+    let name = metadata
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            refuse(
+                format!("{kind_name} #{index}"),
+                Rule::MissingField("metadata.name"),
+            )
+        })?;
+    let id = format!("{kind_name}/{name}");
+
+    let kind = match &rules.allowed {
+        Some(allowed) => allowed
+            .iter()
+            .find(|k| k.matches(api_version, kind_name))
+            .cloned(),
+        None => format!("{api_version}/{kind_name}").parse().ok(),
+    };
+    let kind = kind.ok_or_else(|| {
+        let allowed = rules
+            .allowed
+            .iter()
+            .flatten()
+            .map(Gvk::to_string)
+            .collect::<Vec<_>>();
+        let rule = Rule::KindNotAllowed {
+            api_version: api_version.to_string(),
+            kind: kind_name.to_string(),
+            allowed: allowed.join(", "),
+        };
+        refuse(id.clone(), rule)
+    })?;
+    if let Err(reason) = check_name(name) {
+        return Err(refuse(
+            id,
+            Rule::InvalidName {
+                name: name.to_string(),
+                reason,
+            },
+        ));
+    }
+    match metadata.and_then(|m| m.get("namespace")) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(ns)) if ns == namespace => {}
+        Some(other) => {
+            let found = other
+                .as_str()
+                .map_or_else(|| other.to_string(), str::to_string);
+            let rule = Rule::OtherNamespace {
+                namespace: found,
+                parent: namespace.to_string(),
+            };
+            return Err(refuse(id, rule));
+        }
+    }
+    let size = serde_json::to_vec(object).map_or(usize::MAX, |bytes| bytes.len());
+    if size > rules.max_child_bytes {
+        return Err(refuse(
+            id,
+            Rule::TooLarge {
+                size,
+                max: rules.max_child_bytes,
+            },
+        ));
+    }
+    let mut object = object.clone();
+    object["metadata"]["namespace"] = Value::String(namespace.to_string());
+    Ok(Child {
+        kind,
+        name: name.to_string(),
+        object,
+    })
+}
+
+/// RFC 1123 subdomain, the rule for most object names.
+fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("it is empty");
+    }
+    if name.len() > 253 {
+        return Err("it is longer than 253 characters");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    {
+        return Err("only lowercase letters, digits, '-' and '.' are allowed");
+    }
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if !alnum(name.as_bytes()[0]) || !alnum(name.as_bytes()[name.len() - 1]) {
+        return Err("it must start and end with a letter or digit");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rules() -> Rules {
+        Rules::new(Some(vec![
+            "apps/v1/Deployment".parse().unwrap(),
+            "v1/ConfigMap".parse().unwrap(),
+        ]))
+    }
+
+    fn answer(children: Vec<Value>) -> Answer {
+        Answer {
+            children,
+            ..Answer::default()
+        }
+    }
+
+    fn refused(children: Vec<Value>) -> ValidationError {
+        validate(&answer(children), "team-a", &rules()).expect_err("should be refused")
+    }
+
+    fn cm(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+    }
+
+    #[test]
+    fn accepts_allowed_kinds_and_fills_the_namespace() {
+        let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "demo-app-deploy", "namespace": "team-a"}});
+        let children = validate(&answer(vec![deploy, cm("settings")]), "team-a", &rules()).unwrap();
+        assert_eq!(children.len(), 2);
+        assert_eq!(children[0].name, "demo-app-deploy");
+        assert_eq!(children[1].kind.kind, "ConfigMap");
+        assert_eq!(children[1].object["metadata"]["namespace"], "team-a");
+    }
+
+    #[test]
+    fn refuses_a_kind_outside_the_allow_list() {
+        let crb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "pwn"}});
+        let err = refused(vec![crb]);
+        assert_eq!(err.child, "ClusterRoleBinding/pwn");
+        assert!(
+            matches!(err.rule, Rule::KindNotAllowed { ref kind, .. } if kind == "ClusterRoleBinding")
+        );
+        assert!(err.to_string().contains("not allow-listed"), "{err}");
+    }
+
+    #[test]
+    fn refuses_the_right_kind_at_another_version() {
+        let old =
+            json!({"apiVersion": "apps/v1beta2", "kind": "Deployment", "metadata": {"name": "x"}});
+        assert!(matches!(
+            refused(vec![old]).rule,
+            Rule::KindNotAllowed { .. }
+        ));
+    }
+
+    #[test]
+    fn refuses_another_namespace() {
+        let mut child = cm("settings");
+        child["metadata"]["namespace"] = json!("kube-system");
+        let err = refused(vec![child]);
+        assert_eq!(
+            err.rule,
+            Rule::OtherNamespace {
+                namespace: "kube-system".into(),
+                parent: "team-a".into()
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_invalid_names() {
+        for name in [
+            "Not_A_Valid_Name",
+            "",
+            "-leading",
+            "trailing-",
+            &"a".repeat(254),
+        ] {
+            let err = refused(vec![cm(name)]);
+            assert!(
+                matches!(err.rule, Rule::InvalidName { .. }),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_missing_fields_and_non_objects() {
+        assert_eq!(
+            refused(vec![json!("text")]).rule,
+            Rule::NotAnObject("a string")
+        );
+        assert_eq!(
+            refused(vec![json!({"kind": "ConfigMap"})]).rule,
+            Rule::MissingField("apiVersion")
+        );
+        assert_eq!(
+            refused(vec![json!({"apiVersion": "v1", "kind": "ConfigMap"})]).rule,
+            Rule::MissingField("metadata.name")
+        );
+    }
+
+    #[test]
+    fn refuses_too_many_too_large_and_duplicates() {
+        let many = (0..101).map(|i| cm(&format!("cm-{i}"))).collect();
+        assert_eq!(
+            refused(many).rule,
+            Rule::TooMany {
+                count: 101,
+                max: 100
+            }
+        );
+
+        let mut big = cm("big");
+        big["data"] = json!({"blob": "x".repeat(600 << 10)});
+        assert!(matches!(refused(vec![big]).rule, Rule::TooLarge { .. }));
+
+        assert_eq!(refused(vec![cm("same"), cm("same")]).rule, Rule::Duplicate);
+    }
+}

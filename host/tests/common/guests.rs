@@ -1,0 +1,45 @@
+//! The guest components for tests and benchmarks, built from source on first use: the component build
+//! is part of the test build, never a committed file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ sits in the repo root")
+}
+
+/// `<name>.wasm` from the guests workspace (`guest_myapp`, `guest_faults`), built once per process.
+pub fn component(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let target_dir = std::env::var_os("RECONCILE_HOST_GUEST_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                std::env::var_os("CARGO_TARGET_DIR")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| repo_root().join("target"))
+                    .join("guests")
+            });
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "--manifest-path",
+            ])
+            .arg(repo_root().join("guests/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .status()
+            .expect("running cargo to build the guests");
+        assert!(status.success(), "building the guest components failed");
+        target_dir.join("wasm32-wasip2/release")
+    });
+    let path = dir.join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}

@@ -1,0 +1,76 @@
+//! reconcile-host as a separate process, the way it runs in a cluster; killed on drop, its log printed
+//! when the test fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub struct HostProcess {
+    child: Child,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl HostProcess {
+    /// Starts `reconcile-host run` with `args` against the cluster of `kubeconfig`.
+    pub fn start(kubeconfig: &Path, args: &[&str]) -> HostProcess {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("host.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
+            .arg("run")
+            .args(args)
+            .env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "info,reconcile_host=debug,kube=warn")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .expect("starting reconcile-host");
+        HostProcess {
+            child,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// Starts the host for MyApp parents and Deployment children in one namespace.
+    pub fn myapp(kubeconfig: &Path, namespace: &str, module: &Path, extra: &[&str]) -> HostProcess {
+        let module = module.to_str().unwrap();
+        let mut args = vec![
+            "--parent",
+            "example.com/v1alpha1/MyApp",
+            "--child",
+            "apps/v1/Deployment",
+            "--namespace",
+            namespace,
+            "--module",
+            module,
+        ];
+        args.extend_from_slice(extra);
+        HostProcess::start(kubeconfig, &args)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = self.log();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            eprintln!("---- reconcile-host log (last lines) ----");
+            for line in tail.into_iter().rev() {
+                eprintln!("{line}");
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! Shared by the integration tests: guest builds, the host as a real process, and waiting helpers.
+#![allow(dead_code)] // each test binary uses a different part
+
+pub mod guests;
+pub mod host;
+pub mod myapp;

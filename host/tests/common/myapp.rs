@@ -1,0 +1,169 @@
+//! The seed's MyApp on the real cluster: the CRD, MyApp objects and waiting for what the host does.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Client;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use serde_json::{Value, json};
+use testcluster::TestCluster;
+
+use super::guests::repo_root;
+
+pub const TIMEOUT: Duration = Duration::from_secs(90);
+
+pub fn myapp_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1alpha1", "MyApp"),
+        "myapps",
+    )
+}
+
+pub fn myapps(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), namespace, &myapp_resource())
+}
+
+pub fn deployments(client: &Client, namespace: &str) -> Api<Deployment> {
+    Api::namespaced(client.clone(), namespace)
+}
+
+/// Applies deploy/crd.yaml (idempotent) and waits until the API serves MyApp.
+pub fn install_crd(cluster: &TestCluster) {
+    let crd = repo_root().join("deploy/crd.yaml");
+    let out = cluster
+        .kubectl()
+        .args(["apply", "--server-side", "-f"])
+        .arg(&crd)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "applying the CRD: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cluster
+        .kubectl()
+        .args([
+            "wait",
+            "--for",
+            "condition=established",
+            "--timeout=60s",
+            "crd/myapps.example.com",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "CRD not established: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub async fn create_myapp(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    spec: Value,
+) -> DynamicObject {
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1alpha1", "kind": "MyApp",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }))
+    .unwrap();
+    myapps(client, namespace)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap()
+}
+
+pub async fn patch_spec(client: &Client, namespace: &str, name: &str, spec: Value) {
+    myapps(client, namespace)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": spec })),
+        )
+        .await
+        .unwrap();
+}
+
+/// Polls `check` until it returns `Some`, or panics after `TIMEOUT` with `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {TIMEOUT:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The MyApp's status once `predicate` holds for it.
+pub async fn wait_status(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    predicate: impl Fn(&Value) -> bool,
+) -> Value {
+    let api = myapps(client, namespace);
+    wait_for(what, || {
+        let api = api.clone();
+        let predicate = &predicate;
+        async move {
+            let object = api.get_opt(name).await.ok()??;
+            let status = object.data.get("status")?.clone();
+            predicate(&status).then_some(status)
+        }
+    })
+    .await
+}
+
+/// The Deployment once `predicate` holds for it.
+pub async fn wait_deployment(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    what: &str,
+    predicate: impl Fn(&Deployment) -> bool,
+) -> Deployment {
+    let api = deployments(client, namespace);
+    wait_for(what, || {
+        let api = api.clone();
+        let predicate = &predicate;
+        async move {
+            let deployment = api.get_opt(name).await.ok()??;
+            predicate(&deployment).then_some(deployment)
+        }
+    })
+    .await
+}
+
+pub fn ready_condition(status: &Value) -> Option<&Value> {
+    status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")
+}
+
+pub fn replicas_and_image(deployment: &Deployment) -> (Option<i32>, Option<String>) {
+    let spec = deployment.spec.as_ref();
+    let replicas = spec.and_then(|s| s.replicas);
+    let image = spec
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone());
+    (replicas, image)
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `make run`: a local control plane, the MyApp CRD, reconcile-host with the MyApp guest, and the seed's
+# demo-app; shows the Deployment and the status, then keeps running until ctrl-c.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${RECONCILE_HOST_CONTROLPLANE_BIN:?set by make run}" "${HOST:?set by make run}" "${MODULE:?set by make run}" "${TESTCLUSTER:?set by make run}"
+export PATH="$RECONCILE_HOST_CONTROLPLANE_BIN:$PATH"
+work="$(mktemp -d -t reconcile-host-demo.XXXXXX)"
+pids=()
+cleanup() {
+  trap - EXIT INT TERM
+  echo; echo "stopping..."
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+echo "==> starting the local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok)"
+"$TESTCLUSTER" >"$work/cluster.out" 2>"$work/cluster.log" &
+pids+=($!)
+until grep -q '^export KUBECONFIG=' "$work/cluster.out" 2>/dev/null; do
+  kill -0 "${pids[0]}" 2>/dev/null || { echo "the control plane failed to start:" >&2; tail -n 40 "$work/cluster.log" >&2; exit 1; }
+  sleep 1
+done
+eval "$(grep '^export KUBECONFIG=' "$work/cluster.out")"
+
+echo "==> applying the MyApp CRD"
+kubectl apply -f deploy/crd.yaml
+kubectl wait --for condition=established --timeout=60s crd/myapps.example.com
+
+echo "==> starting reconcile-host with $(basename "$MODULE")"
+"$HOST" run --parent example.com/v1alpha1/MyApp --child apps/v1/Deployment --module "$MODULE" \
+  >"$work/host.log" 2>&1 &
+pids+=($!)
+
+echo "==> applying the seed's demo-app"
+kubectl apply -n default -f examples/myapp/myapp-instance.yaml
+if ! kubectl wait -n default myapp/demo-app --for=jsonpath='{.status.phase}'=Ready --timeout=180s; then
+  echo "demo-app did not become Ready; host log:" >&2
+  tail -n 40 "$work/host.log" >&2
+  exit 1
+fi
+
+echo; echo "==> kubectl get myapp"; kubectl get myapp -n default
+echo; echo "==> kubectl get deployments -l app=demo-app"; kubectl get deployments -n default -l app=demo-app
+echo; echo "==> kubectl get myapp demo-app -o jsonpath='{.status}'"; kubectl get myapp -n default demo-app -o jsonpath='{.status}'; echo
+echo; echo "==> kubectl describe myapp demo-app"; kubectl describe myapp -n default demo-app
+cat <<MSG
+
+reconcile-host is running (log: $work/host.log). In another shell:
+  export PATH="$RECONCILE_HOST_CONTROLPLANE_BIN:\$PATH"
+  export KUBECONFIG=$KUBECONFIG
+  kubectl get myapp,deployments
+Press ctrl-c to stop everything.
+MSG
+tail -f "$work/host.log" &
+pids+=($!)
+wait "${pids[1]}"

@@ -1,0 +1,493 @@
+//! [`TestCluster`]: starting the stack, handing out clients, namespaces and kubeconfigs, stopping it.
+//!
+//! The cluster holds no tokio object: clients are built per call for the caller's runtime, so one
+//! cluster serves tests that each run their own runtime (see [`TestCluster::shared`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+use crate::binaries;
+use crate::certs::{self, Pki};
+use crate::components::{self, Layout};
+use crate::kubeconfig::{self, Credential};
+use crate::ports::free_port;
+use crate::process::{self, Component};
+
+/// How long start-up may take before giving up (a cold API server on 2 busy cores needs ~20 s).
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Service-account tokens live as long as any test run.
+const TOKEN_SECONDS: i64 = 24 * 3600;
+
+/// A running control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+/// faking one node. Dropping it stops every component and deletes its directory.
+pub struct TestCluster {
+    /// Components in start order; stopped in reverse.
+    components: Mutex<Vec<Component>>,
+    bin_dir: PathBuf,
+    server: String,
+    pki: Pki,
+    admin_kubeconfig: PathBuf,
+    admin_config: Value,
+    started_in: Duration,
+    /// Last so that it is deleted after the components are stopped (fields drop in order).
+    dir: tempfile::TempDir,
+}
+
+/// Resident memory of one component, from `/proc/<pid>/status`.
+#[derive(Clone, Debug)]
+pub struct ComponentMemory {
+    pub name: &'static str,
+    /// Resident now (`VmRSS`), KiB.
+    pub rss_kib: u64,
+    /// Highest resident so far (`VmHWM`), KiB.
+    pub peak_rss_kib: u64,
+}
+
+/// Prefix of cluster directories in the temp dir, followed by the pid owning them.
+const DIR_PREFIX: &str = "testcluster-";
+
+impl TestCluster {
+    /// Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (one fake node)
+    /// on free loopback ports in a fresh temp dir; returns once `/readyz` answers, the kwok node is
+    /// Ready and the `default` namespace has its ServiceAccount (so the controllers are running).
+    /// Retries twice when a port picked as free was taken before the component bound it.
+    pub async fn start() -> Result<TestCluster> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once().await {
+                Ok(cluster) => return Ok(cluster),
+                Err(e) if attempt < 3 && format!("{e:#}").contains("address already in use") => {
+                    tracing::warn!("test cluster start hit a port race, retrying: {e:#}");
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn start_once() -> Result<TestCluster> {
+        let started = Instant::now();
+        let bin_dir = tokio::task::spawn_blocking(binaries::bin_dir).await??;
+        sweep_stale_dirs();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
+            .tempdir()
+            .context("creating the cluster directory")?;
+        let pki = certs::generate(dir.path())?;
+        let apiserver_port = free_port()?;
+        let server = format!("https://127.0.0.1:{apiserver_port}");
+        let layout = Layout {
+            dir: dir.path(),
+            pki: &pki,
+            etcd_client_port: free_port()?,
+            etcd_peer_port: free_port()?,
+            apiserver_port,
+        };
+
+        let kubeconfig_for = |name: &str, user: &str, cert| -> Result<(PathBuf, Value)> {
+            let config =
+                kubeconfig::build(&server, &pki.ca_cert, user, Credential::ClientCert(cert));
+            let path = dir.path().join(format!("{name}.kubeconfig"));
+            Ok((kubeconfig::write(&path, &config)?, config))
+        };
+        let (admin_kubeconfig, admin_config) = kubeconfig_for("admin", "admin", &pki.admin)?;
+        let (kcm_kubeconfig, _) = kubeconfig_for(
+            "controller-manager",
+            "system:kube-controller-manager",
+            &pki.controller_manager,
+        )?;
+        let (scheduler_kubeconfig, _) =
+            kubeconfig_for("scheduler", "system:kube-scheduler", &pki.scheduler)?;
+        let kwok_config = layout.kwok_config_path();
+        std::fs::write(&kwok_config, components::KWOK_STAGES)?;
+
+        let etcd_args = layout.etcd();
+        let apiserver_args = layout.apiserver();
+        let kcm_args = layout.controller_manager(&kcm_kubeconfig);
+        let scheduler_args = layout.scheduler(&scheduler_kubeconfig);
+        // kwok acts for the nodes, deleting pods and writing their status: it gets the admin identity.
+        let kwok_args = layout.kwok(&admin_kubeconfig, &kwok_config);
+        let etcd_client_port = layout.etcd_client_port;
+
+        let mut cluster = TestCluster {
+            components: Mutex::new(Vec::new()),
+            bin_dir,
+            server,
+            pki,
+            admin_kubeconfig,
+            admin_config,
+            started_in: Duration::ZERO,
+            dir,
+        };
+        let deadline = started + START_TIMEOUT;
+
+        cluster.spawn("etcd", &etcd_args)?;
+        cluster
+            .wait_until("etcd to accept connections", deadline, async || {
+                tokio::net::TcpStream::connect(("127.0.0.1", etcd_client_port))
+                    .await
+                    .is_ok()
+            })
+            .await?;
+
+        cluster.spawn("kube-apiserver", &apiserver_args)?;
+        let client = cluster.client().await?;
+        cluster
+            .wait_until("kube-apiserver /readyz", deadline, async || {
+                let request = http::Request::get("/readyz").body(Vec::new());
+                match request {
+                    Ok(request) => client.request_text(request).await.is_ok_and(|t| t == "ok"),
+                    Err(_) => false,
+                }
+            })
+            .await?;
+
+        cluster.spawn("kube-controller-manager", &kcm_args)?;
+        cluster.spawn("kube-scheduler", &scheduler_args)?;
+        cluster.spawn_with_env("kwok", &kwok_args, &[("HOME", cluster.dir())])?;
+
+        let nodes: Api<Node> = Api::all(client.clone());
+        let node: Node = serde_json::from_value(components::node())?;
+        nodes
+            .create(&PostParams::default(), &node)
+            .await
+            .context("creating the kwok node")?;
+        cluster
+            .wait_until("the kwok node to be Ready", deadline, async || {
+                nodes
+                    .get(components::NODE_NAME)
+                    .await
+                    .is_ok_and(|n| node_ready(&n))
+            })
+            .await?;
+
+        let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+        cluster
+            .wait_until(
+                "the default ServiceAccount (kube-controller-manager)",
+                deadline,
+                async || accounts.get_opt("default").await.is_ok_and(|a| a.is_some()),
+            )
+            .await?;
+
+        let started_in = started.elapsed();
+        tracing::info!(
+            "test cluster up in {:.1} s at {} (dir {})",
+            started_in.as_secs_f64(),
+            cluster.server,
+            cluster.dir().display()
+        );
+        cluster.started_in = started_in;
+        Ok(cluster)
+    }
+
+    fn spawn(&self, name: &'static str, args: &[String]) -> Result<()> {
+        self.spawn_with_env(name, args, &[])
+    }
+
+    fn spawn_with_env(
+        &self,
+        name: &'static str,
+        args: &[String],
+        env: &[(&str, &Path)],
+    ) -> Result<()> {
+        let component = Component::spawn(name, &self.bin_dir.join(name), args, env, self.dir())?;
+        self.lock().push(component);
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Component>> {
+        self.components.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fails with the component's log when one has exited (they all run until stopped).
+    fn check_alive(&self) -> Result<()> {
+        let mut components = self.lock();
+        for component in components.iter_mut() {
+            if let Some(status) = component.exited() {
+                bail!(
+                    "{} exited during start-up with {status}; last lines of {}:\n{}",
+                    component.name,
+                    component.log.display(),
+                    component.log_tail(40)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Polls `ready` until it holds, a component dies, or the deadline passes.
+    async fn wait_until(
+        &self,
+        what: &str,
+        deadline: Instant,
+        mut ready: impl AsyncFnMut() -> bool,
+    ) -> Result<()> {
+        loop {
+            self.check_alive()?;
+            if ready().await {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "timed out waiting for {what}; component logs:\n{}",
+                    self.log_tails(20)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// An admin client (group `system:masters`) built for the current tokio runtime: kube clients
+    /// hold tasks of the runtime they were made on, and every `#[tokio::test]` has its own.
+    pub async fn client(&self) -> Result<kube::Client> {
+        kubeconfig::client(&self.admin_config).await
+    }
+
+    /// The admin kubeconfig file, for kubectl and for processes under test that run as admin.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.admin_kubeconfig
+    }
+
+    /// The API server's URL (`https://127.0.0.1:<port>`).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The cluster directory: PKI, kubeconfigs, etcd data and one log file per component.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// How long [`TestCluster::start`] took, for reports and benchmarks.
+    pub fn startup_duration(&self) -> Duration {
+        self.started_in
+    }
+
+    /// A client authenticated as ServiceAccount `namespace/name` with a token from the TokenRequest
+    /// API, so that tests see exactly what RBAC grants that account. Creates the ServiceAccount if it
+    /// does not exist yet.
+    pub async fn service_account_client(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<kube::Client> {
+        let config = self.service_account_config(namespace, name).await?;
+        kubeconfig::client(&config).await
+    }
+
+    /// Writes a kubeconfig for ServiceAccount `namespace/name` (token via TokenRequest, valid 24 h)
+    /// into the cluster dir and returns its path: the host under test runs as a separate process
+    /// with the identity its manifests give it. Creates the ServiceAccount if it does not exist yet.
+    pub async fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> Result<PathBuf> {
+        let config = self.service_account_config(namespace, name).await?;
+        let path = self.dir().join(format!("sa-{namespace}-{name}.kubeconfig"));
+        kubeconfig::write(&path, &config)
+    }
+
+    async fn service_account_config(&self, namespace: &str, name: &str) -> Result<Value> {
+        let client = self.client().await?;
+        let accounts: Api<ServiceAccount> = Api::namespaced(client, namespace);
+        let account: ServiceAccount = serde_json::from_value(json!({
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": { "name": name, "namespace": namespace },
+        }))?;
+        match accounts.create(&PostParams::default(), &account).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(e) => {
+                return Err(e).context(format!("creating ServiceAccount {namespace}/{name}"));
+            }
+        }
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec {
+                expiration_seconds: Some(TOKEN_SECONDS),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let response = accounts
+            .create_token_request(name, &PostParams::default(), &request)
+            .await
+            .with_context(|| format!("TokenRequest for ServiceAccount {namespace}/{name}"))?;
+        let token = response
+            .status
+            .and_then(|s| s.token)
+            .ok_or_else(|| anyhow!("TokenRequest for {namespace}/{name} returned no token"))?;
+        let user = format!("system:serviceaccount:{namespace}:{name}");
+        Ok(kubeconfig::build(
+            &self.server,
+            &self.pki.ca_cert,
+            &user,
+            Credential::Token(&token),
+        ))
+    }
+
+    /// kubectl with `--kubeconfig` set to the admin kubeconfig (and its discovery cache in the
+    /// cluster dir, not in `~/.kube`), for tests that apply manifests the way users do.
+    pub fn kubectl(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(self.bin_dir.join("kubectl"));
+        command
+            .env("KUBECACHEDIR", self.dir().join("kubectl-cache"))
+            .arg("--kubeconfig")
+            .arg(&self.admin_kubeconfig);
+        command
+    }
+
+    /// Creates a namespace named `<prefix>-<unique suffix>` and waits for its `default`
+    /// ServiceAccount, without which the API server refuses Pods there. Tests sharing a cluster
+    /// isolate themselves this way.
+    pub async fn namespace(&self, prefix: &str) -> Result<String> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!("{}-{n}-{:04x}", dns_label_prefix(prefix), nanos & 0xffff);
+
+        let client = self.client().await?;
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let namespace: Namespace = serde_json::from_value(json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": { "name": name },
+        }))?;
+        namespaces
+            .create(&PostParams::default(), &namespace)
+            .await
+            .with_context(|| format!("creating namespace {name}"))?;
+        let accounts: Api<ServiceAccount> = Api::namespaced(client, &name);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while accounts.get_opt("default").await?.is_none() {
+            if Instant::now() > deadline {
+                bail!("namespace {name} got no default ServiceAccount within 60 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(name)
+    }
+
+    /// The last `lines` lines of each component's log, headed by its name and path: what to look at
+    /// when a test against the cluster fails.
+    pub fn log_tails(&self, lines: usize) -> String {
+        let mut out = String::new();
+        for component in self.lock().iter() {
+            out.push_str(&format!(
+                "==> {} ({}) <==\n{}\n",
+                component.name,
+                component.log.display(),
+                component.log_tail(lines)
+            ));
+        }
+        out
+    }
+
+    /// Process ids of the components, by name: to check that none outlives the cluster.
+    pub fn pids(&self) -> Vec<(&'static str, u32)> {
+        self.lock().iter().map(|c| (c.name, c.pid())).collect()
+    }
+
+    /// Memory of each component, to keep the stack's cost visible in reports and benchmarks.
+    pub fn memory(&self) -> Vec<ComponentMemory> {
+        self.lock()
+            .iter()
+            .map(|c| {
+                let (rss_kib, peak_rss_kib) = c.memory_kib();
+                ComponentMemory {
+                    name: c.name,
+                    rss_kib,
+                    peak_rss_kib,
+                }
+            })
+            .collect()
+    }
+
+    /// Stops the components in reverse start order: SIGTERM, then SIGKILL after a grace period.
+    /// etcd goes last so that the API server can shut down cleanly.
+    fn stop(&self) {
+        let mut components = self.lock();
+        let first_after_etcd = 1.min(components.len());
+        let (etcd, rest) = components.split_at_mut(first_after_etcd);
+        for component in rest.iter_mut().rev() {
+            component.terminate();
+        }
+        for component in rest.iter_mut().rev() {
+            component.wait_or_kill(Duration::from_secs(10));
+        }
+        for component in etcd {
+            component.terminate();
+            component.wait_or_kill(Duration::from_secs(5));
+        }
+    }
+
+    /// Kills everything at once and deletes the directory: for process exit, where the shared
+    /// cluster is never dropped and nothing may block.
+    pub(crate) fn kill_at_exit(&self) {
+        if let Ok(mut components) = self.components.try_lock() {
+            for component in components.iter_mut() {
+                component.kill();
+            }
+            let _ = std::fs::remove_dir_all(self.dir());
+        }
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Lower-case alphanumerics and dashes, at most 40 characters, so that the namespace is a DNS label.
+fn dns_label_prefix(prefix: &str) -> String {
+    let cleaned: String = prefix
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(40)
+        .collect();
+    let trimmed = cleaned.trim_matches('-');
+    if trimmed.is_empty() {
+        "test".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// Deletes cluster dirs left by harness processes that died without cleaning up (SIGKILL, ctrl-c):
+/// their components died with them, but etcd's data would pile up in the temp dir.
+fn sweep_stale_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)) else {
+            continue;
+        };
+        let Some(Ok(pid)) = rest.split('-').next().map(str::parse::<u32>) else {
+            continue;
+        };
+        if pid != std::process::id() && !process::pid_alive(pid) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
