@@ -92,13 +92,11 @@ async fn demo_app_gets_its_deployment_created_then_ready() {
             "demo-app not Ready in time; phases seen: {phases:?}"
         );
         let object = api.get_opt("demo-app").await.unwrap();
-        if let Some(phase) = object
+        let phase = object
             .as_ref()
-            .and_then(|o| o.data["status"]["phase"].as_str())
-        {
-            if phases.last().map(String::as_str) != Some(phase) {
-                phases.push(phase.to_string());
-            }
+            .and_then(|o| o.data["status"]["phase"].as_str());
+        if phase.is_some() && phases.last().map(String::as_str) != phase {
+            phases.extend(phase.map(String::from));
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
