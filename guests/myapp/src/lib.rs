@@ -150,7 +150,11 @@ fn deployment(
     if let Some(namespace) = namespace {
         metadata.insert("namespace".into(), namespace.into());
     }
-    metadata.insert("labels".into(), labels.clone());
+    let mut deployment_labels = labels.clone();
+    if cfg!(feature = "variant-b") {
+        deployment_labels["example.com/variant"] = "b".into();
+    }
+    metadata.insert("labels".into(), deployment_labels);
     json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -16,6 +16,7 @@ use super::backoff::Backoff;
 use super::{MANAGER, RunArgs};
 use crate::guest::Module;
 use crate::kind::Gvk;
+use crate::telemetry::Metrics;
 use crate::validate::Rules;
 
 /// A kind as given on the command line, resolved against the API server's discovery.
@@ -39,6 +40,7 @@ pub struct Context {
     pub recorder: Recorder,
     pub finalizer: Option<String>,
     pub backoff: Backoff,
+    pub metrics: Arc<Metrics>,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `children[i].store`.
@@ -51,6 +53,7 @@ impl Context {
         client: Client,
         args: &RunArgs,
         module: Arc<Module>,
+        metrics: Arc<Metrics>,
     ) -> anyhow::Result<Context> {
         let parent = resolve(&client, &args.parent).await?;
         let mut children = Vec::new();
@@ -76,6 +79,7 @@ impl Context {
             rules: Rules::new(Some(args.children.clone())),
             finalizer: args.finalizer.clone(),
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_secs(300)),
+            metrics,
             namespace: args.namespace.clone(),
             module: RwLock::new(module),
             writers: std::sync::Mutex::new(writers),

@@ -25,6 +25,7 @@ use kube::{Api, Client};
 use crate::cli::RuntimeArgs;
 use crate::guest::Runtime;
 use crate::kind::Gvk;
+use crate::telemetry::{Health, Metrics, serve};
 use crate::source::{ConfigMapRef, ModuleSource};
 pub use context::Context;
 pub use error::ReconcileError;
@@ -61,6 +62,9 @@ pub struct RunArgs {
     /// Parents reconciled at once.
     #[arg(long, env = "RECONCILE_HOST_CONCURRENCY", default_value_t = 16)]
     pub concurrency: u16,
+    /// Address of /healthz, /readyz and /metrics (port 0: any free port, logged).
+    #[arg(long, env = "RECONCILE_HOST_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    pub metrics_addr: std::net::SocketAddr,
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
@@ -76,6 +80,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
+    let metrics = Arc::new(Metrics::new(&args.parent.kind.to_lowercase()));
+    let health = Arc::new(Health::default());
+    let addr = serve(args.metrics_addr, health.clone(), metrics.clone()).await?;
+    tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
+
     let runtime = Runtime::new(
         args.runtime
             .config()
@@ -90,8 +99,9 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let mut updates = source.updates(Some(client.clone()));
     let module = swap::first_module(&runtime, &source, &mut updates).await?;
     tracing::info!(%source, digest = module.digest(), bytes = module.size(), "module loaded");
+    metrics.module_loaded(module.digest(), true, None);
 
-    let ctx = Arc::new(Context::discover(client.clone(), &args, module).await?);
+    let ctx = Arc::new(Context::discover(client.clone(), &args, module, metrics).await?);
     let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
     tokio::spawn(swap::follow(
         ctx.clone(),
@@ -104,6 +114,17 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let parent_api = ctx.parent_api_all();
     let parent_writer = Writer::new(ctx.parent.resource.clone());
     let parent_reader = parent_writer.as_reader();
+    let mut stores = vec![parent_reader.clone()];
+    stores.extend(ctx.children.iter().map(|c| c.store.clone()));
+    tokio::spawn(async move {
+        for store in stores {
+            if store.wait_until_ready().await.is_err() {
+                return;
+            }
+        }
+        tracing::info!("caches synced; ready");
+        health.set_ready();
+    });
     let parents = reflector::reflector(
         parent_writer,
         watcher(parent_api, watcher::Config::default()),

@@ -87,7 +87,13 @@ async fn reconcile_inner(
     let module = ctx.module();
     let tag = key.to_string();
     // Guest calls are CPU-bound and may run up to their deadline: keep them off the async workers.
-    let answer = tokio::task::spawn_blocking(move || module.call(&tag, &request)).await??;
+    let (answer, took) = tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        (module.call(&tag, &request), start.elapsed())
+    })
+    .await?;
+    ctx.metrics.guest_call(took, answer.as_ref().err().map(|e| e.reason()));
+    let answer = answer?;
     let children = validate(&answer, namespace, &ctx.rules)?;
 
     let mut changes = ctx

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 
 use super::context::Context;
-use crate::guest::{Module, Runtime};
+use crate::guest::{Module, Runtime, digest_of};
 use crate::source::{ModuleSource, Update};
 use crate::text::truncate;
 
@@ -41,6 +41,7 @@ pub async fn follow(
     reconcile_all: UnboundedSender<()>,
 ) {
     while let Some(update) = updates.next().await {
+        let digest = update.as_ref().ok().map(|bytes| digest_of(bytes));
         let loaded = match update {
             Ok(bytes) => {
                 let runtime = runtime.clone();
@@ -55,10 +56,14 @@ pub async fn follow(
             Ok(module) if module.digest() == ctx.module().digest() => {}
             Ok(module) => {
                 let previous = ctx.swap_module(module.clone());
+                ctx.metrics.module_loaded(module.digest(), true, Some(previous.digest()));
                 tracing::info!(%source, digest = module.digest(), previous = previous.digest(), bytes = module.size(), "module swapped");
                 let _ = reconcile_all.unbounded_send(());
             }
             Err(error) => {
+                if let Some(digest) = &digest {
+                    ctx.metrics.module_loaded(digest, false, None);
+                }
                 tracing::error!(%source, %error, active = ctx.module().digest(), "new module refused; the active module keeps serving");
                 ctx.report_module_failure(&source, error).await;
             }

@@ -18,4 +18,4 @@ pub(crate) use call::json_kind;
 pub use config::RuntimeConfig;
 pub use engine::Runtime;
 pub use error::{GuestError, LoadError};
-pub use module::Module;
+pub use module::{Module, digest_of};

@@ -29,7 +29,7 @@ impl Module {
         if !wasmparser_is_component(bytes) {
             return Err(LoadError::NotAComponent(describe_header(bytes)));
         }
-        let digest = hex(&Sha256::digest(bytes));
+        let digest = digest_of(bytes);
         let cache = runtime
             .config
             .cache_dir
@@ -93,13 +93,9 @@ impl Module {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(7 + bytes.len() * 2);
-    out.push_str("sha256:");
-    for b in bytes {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+/// `sha256:<hex>` of module bytes, the identity of a module version everywhere it is shown.
+pub fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
 }
 
 /// A component starts with `\0asm`, a version field and layer 1; a core module has layer 0.

@@ -14,31 +14,45 @@ pub fn repo_root() -> &'static Path {
 /// `<name>.wasm` from the guests workspace (`guest_myapp`, `guest_faults`), built once per process.
 pub fn component(name: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| build(&guest_target_dir(), &[]));
+    in_dir(dir, name)
+}
+
+/// The MyApp guest built with its `variant-b` feature: the same logic plus a label, so that a hot swap
+/// between the two is visible on every Deployment.
+pub fn myapp_variant_b() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        let target_dir = std::env::var_os("RECONCILE_HOST_GUEST_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                std::env::var_os("CARGO_TARGET_DIR")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| repo_root().join("target"))
-                    .join("guests")
-            });
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "build",
-                "--release",
-                "--target",
-                "wasm32-wasip2",
-                "--manifest-path",
-            ])
-            .arg(repo_root().join("guests/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target_dir)
-            .status()
-            .expect("running cargo to build the guests");
-        assert!(status.success(), "building the guest components failed");
-        target_dir.join("wasm32-wasip2/release")
+        let extra = ["-p", "guest-myapp", "--features", "variant-b"];
+        build(&guest_target_dir().join("variant-b"), &extra)
     });
+    in_dir(dir, "guest_myapp")
+}
+
+fn guest_target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("RECONCILE_HOST_GUEST_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+        .join("guests")
+}
+
+fn build(target_dir: &Path, extra: &[&str]) -> PathBuf {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .arg(repo_root().join("guests/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir)
+        .args(extra)
+        .status()
+        .expect("running cargo to build the guests");
+    assert!(status.success(), "building the guest components failed");
+    target_dir.join("wasm32-wasip2/release")
+}
+
+fn in_dir(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(format!("{name}.wasm"));
     assert!(path.exists(), "{} was not built", path.display());
     path

@@ -18,6 +18,8 @@ impl HostProcess {
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
             .arg("run")
+            // Many hosts run at once in the tests: each on a free port.
+            .args(["--metrics-addr", "127.0.0.1:0"])
             .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,reconcile_host=debug,kube=warn")
