@@ -8,7 +8,7 @@ MYAPP_GUEST     := $(GUEST_TARGET)/wasm32-wasip2/release/guest_myapp.wasm
 CARGO_RELEASE   := cargo build --release --locked
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
 
-.PHONY: build host guests controlplane test test-unit run cluster bench fmt lint clean
+.PHONY: build host guests controlplane test run cluster bench fmt lint clean deploy-module
 
 build: host guests
 
@@ -50,3 +50,7 @@ lint:
 
 clean:
 	cargo clean
+
+# Puts the built MyApp guest where deploy/kustomization.yaml's configMapGenerator takes it from.
+deploy-module: guests
+	cp $(MYAPP_GUEST) deploy/module/myapp.wasm

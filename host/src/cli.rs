@@ -40,6 +40,9 @@ pub enum Command {
     Render(RenderArgs),
     /// Run the controller against a cluster (in-cluster config or KUBECONFIG).
     Run(Box<crate::controller::RunArgs>),
+    /// Check a reconciler against a directory of fixture cases (input + expected answer each), with no
+    /// cluster; exits non-zero if any case fails.
+    Conformance(ConformanceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -65,13 +68,29 @@ pub struct RenderArgs {
     pub runtime: RuntimeArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The reconciler component (.wasm).
+    #[arg(long, short = 'm')]
+    pub module: PathBuf,
+    /// The fixture cases: one directory per case, see `reconcile_host::conformance`
+    /// (e.g. guests/myapp/fixtures).
+    #[arg(long)]
+    pub fixtures: PathBuf,
+    /// Allowed child kind, GROUP/VERSION/KIND (repeatable). Without any, every kind is accepted.
+    #[arg(long = "child")]
+    pub children: Vec<Gvk>,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OutputFormat {
     Yaml,
     Json,
 }
 
-/// Limits of each guest call, shared by `render` and `run`.
+/// Limits of each guest call, shared by `render`, `conformance` and `run`.
 #[derive(Clone, Debug, Args)]
 pub struct RuntimeArgs {
     /// Deadline of one guest call, in milliseconds.

@@ -1,10 +1,11 @@
 //! reconcile-host: a Kubernetes controller host whose reconcile logic is a WebAssembly component.
 //!
 //! The modules follow the data flow: `guest` runs the logic, `validate` holds its output to the safety
-//! rules, `render` runs both without a cluster, `source` follows new versions of the module, and `controller`
-//! applies the result to a cluster.
+//! rules, `render` and `conformance` run both without a cluster, `source` follows new versions of the
+//! module, and `controller` applies the result to a cluster.
 
 pub mod cli;
+pub mod conformance;
 pub mod controller;
 pub mod guest;
 pub mod kind;

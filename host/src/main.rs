@@ -1,8 +1,8 @@
-//! reconcile-host: parse the command line and hand over to `render` or the controller.
+//! reconcile-host: parse the command line and hand over to `render`, `conformance` or the controller.
 
 use clap::Parser;
 use reconcile_host::cli::{Cli, Command};
-use reconcile_host::{controller, render, telemetry};
+use reconcile_host::{conformance, controller, render, telemetry};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -10,6 +10,10 @@ fn main() -> std::process::ExitCode {
         Command::Render(args) => {
             telemetry::init_logging(cli.log_format, "warn");
             render::render(&args, &mut std::io::stdout().lock())
+        }
+        Command::Conformance(args) => {
+            telemetry::init_logging(cli.log_format, "warn");
+            conformance::conformance(&args, &mut std::io::stdout().lock())
         }
         Command::Run(args) => {
             telemetry::init_logging(cli.log_format, "info,kube=warn");

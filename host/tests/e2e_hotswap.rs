@@ -41,36 +41,65 @@ fn module_configmap(bytes: Vec<u8>) -> ConfigMap {
             name: Some("logic".into()),
             ..Default::default()
         },
-        binary_data: Some(BTreeMap::from([("module.wasm".to_string(), ByteString(bytes))])),
+        binary_data: Some(BTreeMap::from([(
+            "module.wasm".to_string(),
+            ByteString(bytes),
+        )])),
         ..ConfigMap::default()
     }
 }
 
 async fn create_parents(client: &kube::Client, namespace: &str, count: usize) {
     for i in 0..count {
-        create_myapp(client, namespace, &format!("app-{i:02}"), json!({"replicas": 1})).await;
+        create_myapp(
+            client,
+            namespace,
+            &format!("app-{i:02}"),
+            json!({"replicas": 1}),
+        )
+        .await;
     }
 }
 
 /// Waits until every MyApp reports `digest` and every Deployment's variant label is `variant`.
-async fn wait_all_reconciled_by(client: &kube::Client, namespace: &str, count: usize, digest: &str, variant: Option<&str>) -> Duration {
+async fn wait_all_reconciled_by(
+    client: &kube::Client,
+    namespace: &str,
+    count: usize,
+    digest: &str,
+    variant: Option<&str>,
+) -> Duration {
     let start = Instant::now();
     let parents = myapps(client, namespace);
     let children = deployments(client, namespace);
-    wait_for(&format!("{count} parents reconciled by {digest} (variant {variant:?})"), || {
-        let (parents, children) = (parents.clone(), children.clone());
-        async move {
-            let parents = parents.list(&ListParams::default()).await.ok()?;
-            let on_digest = parents.items.iter().filter(|p| p.data["status"]["moduleDigest"] == digest).count();
-            let children = children.list(&ListParams::default()).await.ok()?;
-            let on_variant = children
-                .items
-                .iter()
-                .filter(|d| d.metadata.labels.as_ref().and_then(|l| l.get(VARIANT_LABEL)).map(String::as_str) == variant)
-                .count();
-            (on_digest == count && on_variant == count).then_some(())
-        }
-    })
+    wait_for(
+        &format!("{count} parents reconciled by {digest} (variant {variant:?})"),
+        || {
+            let (parents, children) = (parents.clone(), children.clone());
+            async move {
+                let parents = parents.list(&ListParams::default()).await.ok()?;
+                let on_digest = parents
+                    .items
+                    .iter()
+                    .filter(|p| p.data["status"]["moduleDigest"] == digest)
+                    .count();
+                let children = children.list(&ListParams::default()).await.ok()?;
+                let on_variant = children
+                    .items
+                    .iter()
+                    .filter(|d| {
+                        d.metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(VARIANT_LABEL))
+                            .map(String::as_str)
+                            == variant
+                    })
+                    .count();
+                (on_digest == count && on_variant == count).then_some(())
+            }
+        },
+    )
     .await;
     start.elapsed()
 }
@@ -85,45 +114,96 @@ async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logi
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     let (module_a, module_b) = (component("guest_myapp"), myapp_variant_b());
     configmaps
-        .create(&PostParams::default(), &module_configmap(gzip(&std::fs::read(&module_a).unwrap())))
+        .create(
+            &PostParams::default(),
+            &module_configmap(gzip(&std::fs::read(&module_a).unwrap())),
+        )
         .await
         .unwrap();
     let source = format!("{namespace}/logic/module.wasm");
     let mut host = HostProcess::start(
         cluster.kubeconfig_path(),
-        &["--parent", "example.com/v1alpha1/MyApp", "--child", "apps/v1/Deployment", "--namespace", &namespace, "--module-configmap", &source],
+        &[
+            "--parent",
+            "example.com/v1alpha1/MyApp",
+            "--child",
+            "apps/v1/Deployment",
+            "--namespace",
+            &namespace,
+            "--module-configmap",
+            &source,
+        ],
     );
     create_parents(&client, &namespace, PARENTS).await;
     wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_a), None).await;
 
     // Swap to the variant: every Deployment follows, the host is the same process.
-    let patch = |bytes: Vec<u8>| Patch::Merge(json!({"binaryData": {"module.wasm": ByteString(bytes)}}));
+    let patch =
+        |bytes: Vec<u8>| Patch::Merge(json!({"binaryData": {"module.wasm": ByteString(bytes)}}));
     configmaps
-        .patch("logic", &PatchParams::default(), &patch(gzip(&std::fs::read(&module_b).unwrap())))
+        .patch(
+            "logic",
+            &PatchParams::default(),
+            &patch(gzip(&std::fs::read(&module_b).unwrap())),
+        )
         .await
         .unwrap();
-    let latency = wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_b), Some("b")).await;
-    eprintln!("hot swap (ConfigMap through the API): {PARENTS} parents reconciled by the new module in {latency:?}");
+    let latency =
+        wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_b), Some("b")).await;
+    eprintln!(
+        "hot swap (ConfigMap through the API): {PARENTS} parents reconciled by the new module in {latency:?}"
+    );
 
     // Garbage: refused with a Warning Event on the ConfigMap; the variant keeps serving new parents.
-    configmaps.patch("logic", &PatchParams::default(), &patch(b"this is not wasm".to_vec())).await.unwrap();
+    configmaps
+        .patch(
+            "logic",
+            &PatchParams::default(),
+            &patch(b"this is not wasm".to_vec()),
+        )
+        .await
+        .unwrap();
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
     let refused = wait_for("a ModuleRefused Event on the ConfigMap", || {
         let events = events.clone();
         async move {
-            let list = events.list(&ListParams::default().fields("involvedObject.name=logic")).await.ok()?;
-            list.items.into_iter().find(|e| e.reason.as_deref() == Some("ModuleRefused"))
+            let list = events
+                .list(&ListParams::default().fields("involvedObject.name=logic"))
+                .await
+                .ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("ModuleRefused"))
         }
     })
     .await;
-    assert!(refused.message.unwrap_or_default().contains("not a WebAssembly component"));
+    assert!(
+        refused
+            .message
+            .unwrap_or_default()
+            .contains("not a WebAssembly component")
+    );
     create_myapp(&client, &namespace, "after-garbage", json!({"replicas": 1})).await;
-    wait_all_reconciled_by(&client, &namespace, PARENTS + 1, &digest(&module_b), Some("b")).await;
-    assert!(host.is_running(), "a garbage module must not take the host down");
+    wait_all_reconciled_by(
+        &client,
+        &namespace,
+        PARENTS + 1,
+        &digest(&module_b),
+        Some("b"),
+    )
+    .await;
+    assert!(
+        host.is_running(),
+        "a garbage module must not take the host down"
+    );
 
     // And back, uncompressed this time: the label the variant added is removed again.
     configmaps
-        .patch("logic", &PatchParams::default(), &patch(std::fs::read(&module_a).unwrap()))
+        .patch(
+            "logic",
+            &PatchParams::default(),
+            &patch(std::fs::read(&module_a).unwrap()),
+        )
         .await
         .unwrap();
     wait_all_reconciled_by(&client, &namespace, PARENTS + 1, &digest(&module_a), None).await;
@@ -162,8 +242,11 @@ async fn a_mounted_file_swap_reaches_every_parent() {
     wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_a), None).await;
 
     kubelet_publish(volume.path(), "v2", &module_b);
-    let latency = wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_b), Some("b")).await;
-    eprintln!("hot swap (mounted file): {PARENTS} parents reconciled by the new module in {latency:?}");
+    let latency =
+        wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_b), Some("b")).await;
+    eprintln!(
+        "hot swap (mounted file): {PARENTS} parents reconciled by the new module in {latency:?}"
+    );
 
     // A broken file is refused; the variant keeps serving.
     let garbage = volume.path().join("garbage.wasm");
@@ -171,9 +254,19 @@ async fn a_mounted_file_swap_reaches_every_parent() {
     kubelet_publish(volume.path(), "v3", &garbage);
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(host.is_running());
-    assert!(host.log().contains("new module refused"), "the refusal was not logged");
+    assert!(
+        host.log().contains("new module refused"),
+        "the refusal was not logged"
+    );
     create_myapp(&client, &namespace, "after-garbage", json!({"replicas": 1})).await;
-    wait_all_reconciled_by(&client, &namespace, PARENTS + 1, &digest(&module_b), Some("b")).await;
+    wait_all_reconciled_by(
+        &client,
+        &namespace,
+        PARENTS + 1,
+        &digest(&module_b),
+        Some("b"),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -186,8 +279,18 @@ async fn a_guest_that_loops_or_hoards_memory_fails_only_its_own_parent() {
     let mut host = HostProcess::start(
         cluster.kubeconfig_path(),
         &[
-            "--parent", "example.com/v1alpha1/MyApp", "--child", "v1/ConfigMap", "--namespace", &namespace,
-            "--module", component("guest_faults").to_str().unwrap(), "--guest-deadline-ms", "300", "--guest-memory-mib", "32",
+            "--parent",
+            "example.com/v1alpha1/MyApp",
+            "--child",
+            "v1/ConfigMap",
+            "--namespace",
+            &namespace,
+            "--module",
+            component("guest_faults").to_str().unwrap(),
+            "--guest-deadline-ms",
+            "300",
+            "--guest-memory-mib",
+            "32",
         ],
     );
     create_myapp(&client, &namespace, "looper", json!({"fault": "loop"})).await;
@@ -195,19 +298,36 @@ async fn a_guest_that_loops_or_hoards_memory_fails_only_its_own_parent() {
     for i in 0..10 {
         create_myapp(&client, &namespace, &format!("healthy-{i}"), json!({})).await;
     }
-    for (name, reason, words) in [("looper", "GuestDeadlineExceeded", "deadline"), ("hoarder", "GuestMemoryLimitExceeded", "memory limit")] {
-        let status = wait_status(&client, &namespace, name, &format!("{name} to fail"), |st| {
-            ready_condition(st).is_some_and(|c| c["status"] == "False")
-        })
+    for (name, reason, words) in [
+        ("looper", "GuestDeadlineExceeded", "deadline"),
+        ("hoarder", "GuestMemoryLimitExceeded", "memory limit"),
+    ] {
+        let status = wait_status(
+            &client,
+            &namespace,
+            name,
+            &format!("{name} to fail"),
+            |st| ready_condition(st).is_some_and(|c| c["status"] == "False"),
+        )
         .await;
         let ready = ready_condition(&status).unwrap();
         assert_eq!(ready["reason"], reason);
-        assert!(ready["message"].as_str().unwrap().contains(words), "{ready}");
+        assert!(
+            ready["message"].as_str().unwrap().contains(words),
+            "{ready}"
+        );
     }
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     for i in 0..10 {
         let name = format!("healthy-{i}");
-        wait_status(&client, &namespace, &name, "healthy parents to converge", |st| st["ok"] == true).await;
+        wait_status(
+            &client,
+            &namespace,
+            &name,
+            "healthy parents to converge",
+            |st| st["ok"] == true,
+        )
+        .await;
         configmaps.get(&format!("{name}-cm")).await.unwrap();
     }
     assert!(configmaps.get_opt("looper-cm").await.unwrap().is_none());

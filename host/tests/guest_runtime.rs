@@ -3,14 +3,12 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reconcile_host::guest::{
     Answer, GuestError, LoadError, Module, Request, Runtime, RuntimeConfig,
 };
-use reconcile_host::render::read_documents;
 use reconcile_host::validate::{Rule, Rules, validate};
 use serde_json::{Value, json};
 
@@ -73,63 +71,10 @@ fn assert_next_call_works(module: &Module) {
 
 #[test]
 fn myapp_guest_matches_every_fixture() {
-    let rt = runtime(RuntimeConfig::default());
-    let module = Module::load_file(&rt, &common::guests::component("guest_myapp")).unwrap();
-    let fixtures = common::guests::repo_root().join("guests/myapp/fixtures");
-    let mut cases = 0;
-    for case in std::fs::read_dir(&fixtures).unwrap() {
-        let dir = case.unwrap().path();
-        let parent = read_documents(&dir.join("parent.yaml")).unwrap().remove(0);
-        let observed = optional_docs(&dir.join("observed.yaml"));
-        let request = Request {
-            parent: parent.to_string(),
-            children: observed.iter().map(Value::to_string).collect(),
-            finalizing: false,
-        };
-        let result = module.call("fixture", &request);
-        let error_file = dir.join("expected-error.txt");
-        if error_file.exists() {
-            let expected = std::fs::read_to_string(&error_file).unwrap();
-            let err = result.expect_err(&format!("{} should fail", dir.display()));
-            assert!(
-                matches!(err, GuestError::Rejected(_)),
-                "{}: {err}",
-                dir.display()
-            );
-            assert!(
-                err.to_string().contains(expected.trim()),
-                "{}: {err}",
-                dir.display()
-            );
-        } else {
-            let answer = result.unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-            assert_eq!(
-                answer.children,
-                optional_docs(&dir.join("expected.yaml")),
-                "{}",
-                dir.display()
-            );
-            let status = read_documents(&dir.join("expected-status.yaml"))
-                .unwrap()
-                .remove(0);
-            assert_eq!(
-                Value::Object(answer.status.unwrap()),
-                status,
-                "{}",
-                dir.display()
-            );
-        }
-        cases += 1;
-    }
-    assert!(cases >= 6, "expected the six MyApp fixtures, found {cases}");
-}
-
-fn optional_docs(path: &Path) -> Vec<Value> {
-    if path.exists() {
-        read_documents(path).unwrap()
-    } else {
-        Vec::new()
-    }
+    common::conformance::assert_conforms(
+        &common::guests::component("guest_myapp"),
+        RuntimeConfig::default(),
+    );
 }
 
 #[test]

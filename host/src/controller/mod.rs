@@ -7,6 +7,7 @@ mod backoff;
 mod context;
 mod error;
 mod finalizer;
+mod leader;
 mod observe;
 mod reconcile;
 mod status;
@@ -16,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::core::DynamicObject;
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
@@ -25,8 +26,8 @@ use kube::{Api, Client};
 use crate::cli::RuntimeArgs;
 use crate::guest::Runtime;
 use crate::kind::Gvk;
-use crate::telemetry::{Health, Metrics, serve};
 use crate::source::{ConfigMapRef, ModuleSource};
+use crate::telemetry::{Health, Metrics, serve};
 pub use context::Context;
 pub use error::ReconcileError;
 
@@ -63,8 +64,21 @@ pub struct RunArgs {
     #[arg(long, env = "RECONCILE_HOST_CONCURRENCY", default_value_t = 16)]
     pub concurrency: u16,
     /// Address of /healthz, /readyz and /metrics (port 0: any free port, logged).
-    #[arg(long, env = "RECONCILE_HOST_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_METRICS_ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
     pub metrics_addr: std::net::SocketAddr,
+    /// Elect a leader among replicas on a Lease; only the leader reconciles.
+    #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION")]
+    pub leader_election: bool,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else `default`).
+    #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the Lease (default: reconcile-host-<parent kind>).
+    #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_ID")]
+    pub leader_election_id: Option<String>,
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
@@ -101,6 +115,23 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     tracing::info!(%source, digest = module.digest(), bytes = module.size(), "module loaded");
     metrics.module_loaded(module.digest(), true, None);
 
+    if args.leader_election {
+        let election = leader::Election {
+            namespace: args
+                .leader_election_namespace
+                .clone()
+                .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                .unwrap_or_else(|| "default".into()),
+            lease: args
+                .leader_election_id
+                .clone()
+                .unwrap_or_else(|| format!("reconcile-host-{}", args.parent.kind.to_lowercase())),
+            identity: leader::identity(),
+        };
+        let leadership = election.acquire(client.clone()).await?;
+        tokio::spawn(leader::exit_on_loss(leadership));
+    }
+
     let ctx = Arc::new(Context::discover(client.clone(), &args, module, metrics).await?);
     let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
     tokio::spawn(swap::follow(
@@ -114,21 +145,31 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let parent_api = ctx.parent_api_all();
     let parent_writer = Writer::new(ctx.parent.resource.clone());
     let parent_reader = parent_writer.as_reader();
-    let mut stores = vec![parent_reader.clone()];
-    stores.extend(ctx.children.iter().map(|c| c.store.clone()));
+    // Readiness: every cache has listed once. The parent store's own `wait_until_ready` is awaited by
+    // the Controller, and kube-runtime wakes only one waiter of a store, so the parent's initial sync is
+    // read off its event stream instead; the child stores have no other waiter.
+    let (parent_synced, mut parent_synced_rx) = tokio::sync::watch::channel(false);
+    let child_stores: Vec<_> = ctx.children.iter().map(|c| c.store.clone()).collect();
     tokio::spawn(async move {
-        for store in stores {
+        for store in child_stores {
             if store.wait_until_ready().await.is_err() {
                 return;
             }
         }
-        tracing::info!("caches synced; ready");
-        health.set_ready();
+        if parent_synced_rx.wait_for(|synced| *synced).await.is_ok() {
+            tracing::info!("caches synced; ready");
+            health.set_ready();
+        }
     });
     let parents = reflector::reflector(
         parent_writer,
         watcher(parent_api, watcher::Config::default()),
     )
+    .inspect_ok(move |event| {
+        if matches!(event, watcher::Event::InitDone) {
+            parent_synced.send_replace(true);
+        }
+    })
     .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
     .applied_objects();
     let mut controller =

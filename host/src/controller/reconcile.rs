@@ -30,7 +30,13 @@ pub async fn reconcile(
         "{namespace}/{}",
         parent.metadata.name.as_deref().unwrap_or_default()
     );
+    let _timer = ctx.metrics.reconcile_started();
     let result = reconcile_inner(&parent, &namespace, &key, &ctx).await;
+    ctx.metrics.reconcile_finished(match &result {
+        Ok(action) if action == &Action::await_change() => "success",
+        Ok(_) => "requeue_after",
+        Err(_) => "error",
+    });
     match &result {
         Ok(_) => ctx.backoff.reset(&key),
         Err(e) => {
@@ -92,7 +98,8 @@ async fn reconcile_inner(
         (module.call(&tag, &request), start.elapsed())
     })
     .await?;
-    ctx.metrics.guest_call(took, answer.as_ref().err().map(|e| e.reason()));
+    ctx.metrics
+        .guest_call(took, answer.as_ref().err().map(|e| e.reason()));
     let answer = answer?;
     let children = validate(&answer, namespace, &ctx.rules)?;
 

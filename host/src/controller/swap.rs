@@ -56,7 +56,8 @@ pub async fn follow(
             Ok(module) if module.digest() == ctx.module().digest() => {}
             Ok(module) => {
                 let previous = ctx.swap_module(module.clone());
-                ctx.metrics.module_loaded(module.digest(), true, Some(previous.digest()));
+                ctx.metrics
+                    .module_loaded(module.digest(), true, Some(previous.digest()));
                 tracing::info!(%source, digest = module.digest(), previous = previous.digest(), bytes = module.size(), "module swapped");
                 let _ = reconcile_all.unbounded_send(());
             }

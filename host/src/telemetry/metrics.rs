@@ -61,20 +61,54 @@ impl Metrics {
         let mut registry = Registry::default();
         let reconcile_total = Family::<ResultLabels, Counter>::default();
         let reconcile_errors = Family::<ControllerLabels, Counter>::default();
-        let reconcile_time = Family::<ControllerLabels, Histogram>::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let reconcile_time = Family::<ControllerLabels, Histogram>::new_with_constructor(
+            seconds_histogram as fn() -> Histogram,
+        );
         let active_workers = Family::<ControllerLabels, Gauge>::default();
         let guest_call_time = seconds_histogram();
         let guest_failures = Family::<ReasonLabels, Counter>::default();
         let module_loads = Family::<ModuleLabels, Counter>::default();
         let active_module = Family::<DigestLabels, Gauge>::default();
-        registry.register("controller_runtime_reconcile", "Reconciliations by result", reconcile_total.clone());
-        registry.register("controller_runtime_reconcile_errors", "Reconciliations that failed", reconcile_errors.clone());
-        registry.register("controller_runtime_reconcile_time_seconds", "Time of one reconciliation", reconcile_time.clone());
-        registry.register("controller_runtime_active_workers", "Reconciliations running now", active_workers.clone());
-        registry.register("reconcile_host_guest_call_duration_seconds", "Time of one guest call", guest_call_time.clone());
-        registry.register("reconcile_host_guest_failures", "Guest calls that gave no usable answer, by reason", guest_failures.clone());
-        registry.register("reconcile_host_module_loads", "Module versions loaded or refused, by digest", module_loads.clone());
-        registry.register("reconcile_host_active_module", "The module serving reconciles (1 for its digest)", active_module.clone());
+        registry.register(
+            "controller_runtime_reconcile",
+            "Reconciliations by result",
+            reconcile_total.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Reconciliations that failed",
+            reconcile_errors.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Time of one reconciliation",
+            reconcile_time.clone(),
+        );
+        registry.register(
+            "controller_runtime_active_workers",
+            "Reconciliations running now",
+            active_workers.clone(),
+        );
+        registry.register(
+            "reconcile_host_guest_call_duration_seconds",
+            "Time of one guest call",
+            guest_call_time.clone(),
+        );
+        registry.register(
+            "reconcile_host_guest_failures",
+            "Guest calls that gave no usable answer, by reason",
+            guest_failures.clone(),
+        );
+        registry.register(
+            "reconcile_host_module_loads",
+            "Module versions loaded or refused, by digest",
+            module_loads.clone(),
+        );
+        registry.register(
+            "reconcile_host_active_module",
+            "The module serving reconciles (1 for its digest)",
+            active_module.clone(),
+        );
         Metrics {
             registry,
             controller: ControllerLabels {
@@ -114,7 +148,9 @@ impl Metrics {
     pub fn guest_call(&self, took: Duration, failure: Option<&'static str>) {
         self.guest_call_time.observe(took.as_secs_f64());
         if let Some(reason) = failure {
-            self.guest_failures.get_or_create(&ReasonLabels { reason }).inc();
+            self.guest_failures
+                .get_or_create(&ReasonLabels { reason })
+                .inc();
         }
     }
 
@@ -144,7 +180,8 @@ impl Metrics {
     /// The OpenMetrics text of every metric.
     pub fn encode(&self) -> String {
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String");
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String");
         text
     }
 }
@@ -158,7 +195,10 @@ pub struct ReconcileTimer<'a> {
 impl Drop for ReconcileTimer<'_> {
     fn drop(&mut self) {
         let metrics = self.metrics;
-        metrics.active_workers.get_or_create(&metrics.controller).dec();
+        metrics
+            .active_workers
+            .get_or_create(&metrics.controller)
+            .dec();
         metrics
             .reconcile_time
             .get_or_create(&metrics.controller)
@@ -192,6 +232,9 @@ mod tests {
         ] {
             assert!(text.contains(expected), "missing {expected} in:\n{text}");
         }
-        assert!(!text.contains(r#"reconcile_host_active_module{digest="sha256:aaa"}"#), "the old module is still active");
+        assert!(
+            !text.contains(r#"reconcile_host_active_module{digest="sha256:aaa"}"#),
+            "the old module is still active"
+        );
     }
 }

@@ -25,7 +25,11 @@ impl Health {
 }
 
 /// Binds `addr` (port 0 picks a free one) and serves until the process ends; returns the bound address.
-pub async fn serve(addr: SocketAddr, health: Arc<Health>, metrics: Arc<Metrics>) -> anyhow::Result<SocketAddr> {
+pub async fn serve(
+    addr: SocketAddr,
+    health: Arc<Health>,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let app = Router::new()
@@ -44,7 +48,13 @@ pub async fn serve(addr: SocketAddr, health: Arc<Health>, metrics: Arc<Metrics>)
         .route(
             "/metrics",
             get(|State(metrics): State<Arc<Metrics>>| async move {
-                ([("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")], metrics.encode())
+                (
+                    [(
+                        "content-type",
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    metrics.encode(),
+                )
             }),
         )
         .with_state(metrics);

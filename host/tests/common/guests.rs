@@ -29,6 +29,25 @@ pub fn myapp_variant_b() -> PathBuf {
     in_dir(dir, "guest_myapp")
 }
 
+/// The JavaScript MyApp guest (guests/myapp-js), built once per process by its `build.sh`.
+pub fn myapp_js() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| build_script("myapp-js", "js")).clone()
+}
+
+/// The Python MyApp guest (guests/myapp-python), built once per process by its `build.sh`.
+pub fn myapp_python() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| build_script("myapp-python", "python"))
+        .clone()
+}
+
+/// Where tests keep compiled artifacts (`RuntimeConfig::cache_dir`): compiling a JS or Python guest
+/// takes seconds, loading its artifact milliseconds.
+pub fn artifact_cache() -> PathBuf {
+    guest_target_dir().join("compiled")
+}
+
 fn guest_target_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("RECONCILE_HOST_GUEST_TARGET_DIR") {
         return PathBuf::from(dir);
@@ -41,7 +60,13 @@ fn guest_target_dir() -> PathBuf {
 
 fn build(target_dir: &Path, extra: &[&str]) -> PathBuf {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--manifest-path",
+        ])
         .arg(repo_root().join("guests/Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir)
@@ -50,6 +75,20 @@ fn build(target_dir: &Path, extra: &[&str]) -> PathBuf {
         .expect("running cargo to build the guests");
     assert!(status.success(), "building the guest components failed");
     target_dir.join("wasm32-wasip2/release")
+}
+
+/// Runs `guests/<guest>/build.sh` into `<guest target dir>/<lang>/myapp.wasm`. The script installs its
+/// toolchain into a cache outside the repo and skips an unchanged guest.
+fn build_script(guest: &str, lang: &str) -> PathBuf {
+    let out = guest_target_dir().join(lang).join("myapp.wasm");
+    let script = repo_root().join("guests").join(guest).join("build.sh");
+    let status = Command::new("bash")
+        .arg(&script)
+        .arg(&out)
+        .status()
+        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+    assert!(status.success(), "{} failed", script.display());
+    out
 }
 
 fn in_dir(dir: &Path, name: &str) -> PathBuf {

@@ -13,6 +13,11 @@ pub struct HostProcess {
 impl HostProcess {
     /// Starts `reconcile-host run` with `args` against the cluster of `kubeconfig`.
     pub fn start(kubeconfig: &Path, args: &[&str]) -> HostProcess {
+        HostProcess::start_with_env(kubeconfig, args, &[])
+    }
+
+    /// Like `start`, with extra environment (the downward API's POD_NAME and POD_NAMESPACE).
+    pub fn start_with_env(kubeconfig: &Path, args: &[&str], env: &[(&str, &str)]) -> HostProcess {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("host.log");
         let file = std::fs::File::create(&log).unwrap();
@@ -23,6 +28,7 @@ impl HostProcess {
             .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,reconcile_host=debug,kube=warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())
             .stderr(file)
@@ -54,6 +60,24 @@ impl HostProcess {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills the process outright (SIGKILL: no clean shutdown, no lease release).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The address of /healthz, /readyz and /metrics, from the host's start-up log line.
+    pub fn metrics_addr(&self) -> Option<String> {
+        let log = self.log();
+        let line = log.lines().find(|l| l.contains("serving /healthz"))?;
+        let start = line.find("127.0.0.1:")?;
+        let addr: String = line[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+            .collect();
+        Some(addr)
     }
 
     /// Whether the process is still running.

@@ -1,6 +1,8 @@
 //! Shared by the integration tests: guest builds, the host as a real process, and waiting helpers.
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod conformance;
 pub mod guests;
 pub mod host;
+pub mod http;
 pub mod myapp;

@@ -1,18 +1,16 @@
-//! [`TestCluster`]: starting the stack, handing out clients, namespaces and kubeconfigs, stopping it.
+//! [`TestCluster`]: starting the stack in order, waiting until it works, reporting on it, stopping it.
 //!
-//! The cluster holds no tokio object: clients are built per call for the caller's runtime, so one
-//! cluster serves tests that each run their own runtime (see [`TestCluster::shared`]).
+//! The cluster holds no tokio object (clients are built per call, see `access.rs`), so one cluster
+//! serves tests that each run their own runtime (see [`TestCluster::shared`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::{Node, ServiceAccount};
 use kube::api::{Api, PostParams};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::binaries;
 use crate::certs::{self, Pki};
@@ -24,19 +22,16 @@ use crate::process::{self, Component};
 /// How long start-up may take before giving up (a cold API server on 2 busy cores needs ~20 s).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Service-account tokens live as long as any test run.
-const TOKEN_SECONDS: i64 = 24 * 3600;
-
 /// A running control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
 /// faking one node. Dropping it stops every component and deletes its directory.
 pub struct TestCluster {
     /// Components in start order; stopped in reverse.
     components: Mutex<Vec<Component>>,
-    bin_dir: PathBuf,
-    server: String,
-    pki: Pki,
-    admin_kubeconfig: PathBuf,
-    admin_config: Value,
+    pub(crate) bin_dir: PathBuf,
+    pub(crate) server: String,
+    pub(crate) pki: Pki,
+    pub(crate) admin_kubeconfig: PathBuf,
+    pub(crate) admin_config: Value,
     started_in: Duration,
     /// Last so that it is deleted after the components are stopped (fields drop in order).
     dir: tempfile::TempDir,
@@ -247,22 +242,6 @@ impl TestCluster {
         }
     }
 
-    /// An admin client (group `system:masters`) built for the current tokio runtime: kube clients
-    /// hold tasks of the runtime they were made on, and every `#[tokio::test]` has its own.
-    pub async fn client(&self) -> Result<kube::Client> {
-        kubeconfig::client(&self.admin_config).await
-    }
-
-    /// The admin kubeconfig file, for kubectl and for processes under test that run as admin.
-    pub fn kubeconfig_path(&self) -> &Path {
-        &self.admin_kubeconfig
-    }
-
-    /// The API server's URL (`https://127.0.0.1:<port>`).
-    pub fn server(&self) -> &str {
-        &self.server
-    }
-
     /// The cluster directory: PKI, kubeconfigs, etcd data and one log file per component.
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -271,111 +250,6 @@ impl TestCluster {
     /// How long [`TestCluster::start`] took, for reports and benchmarks.
     pub fn startup_duration(&self) -> Duration {
         self.started_in
-    }
-
-    /// A client authenticated as ServiceAccount `namespace/name` with a token from the TokenRequest
-    /// API, so that tests see exactly what RBAC grants that account. Creates the ServiceAccount if it
-    /// does not exist yet.
-    pub async fn service_account_client(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<kube::Client> {
-        let config = self.service_account_config(namespace, name).await?;
-        kubeconfig::client(&config).await
-    }
-
-    /// Writes a kubeconfig for ServiceAccount `namespace/name` (token via TokenRequest, valid 24 h)
-    /// into the cluster dir and returns its path: the host under test runs as a separate process
-    /// with the identity its manifests give it. Creates the ServiceAccount if it does not exist yet.
-    pub async fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> Result<PathBuf> {
-        let config = self.service_account_config(namespace, name).await?;
-        let path = self.dir().join(format!("sa-{namespace}-{name}.kubeconfig"));
-        kubeconfig::write(&path, &config)
-    }
-
-    async fn service_account_config(&self, namespace: &str, name: &str) -> Result<Value> {
-        let client = self.client().await?;
-        let accounts: Api<ServiceAccount> = Api::namespaced(client, namespace);
-        let account: ServiceAccount = serde_json::from_value(json!({
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": { "name": name, "namespace": namespace },
-        }))?;
-        match accounts.create(&PostParams::default(), &account).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 409 => {}
-            Err(e) => {
-                return Err(e).context(format!("creating ServiceAccount {namespace}/{name}"));
-            }
-        }
-        let request = TokenRequest {
-            spec: Some(TokenRequestSpec {
-                expiration_seconds: Some(TOKEN_SECONDS),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let response = accounts
-            .create_token_request(name, &PostParams::default(), &request)
-            .await
-            .with_context(|| format!("TokenRequest for ServiceAccount {namespace}/{name}"))?;
-        let token = response
-            .status
-            .and_then(|s| s.token)
-            .ok_or_else(|| anyhow!("TokenRequest for {namespace}/{name} returned no token"))?;
-        let user = format!("system:serviceaccount:{namespace}:{name}");
-        Ok(kubeconfig::build(
-            &self.server,
-            &self.pki.ca_cert,
-            &user,
-            Credential::Token(&token),
-        ))
-    }
-
-    /// kubectl with `--kubeconfig` set to the admin kubeconfig (and its discovery cache in the
-    /// cluster dir, not in `~/.kube`), for tests that apply manifests the way users do.
-    pub fn kubectl(&self) -> std::process::Command {
-        let mut command = std::process::Command::new(self.bin_dir.join("kubectl"));
-        command
-            .env("KUBECACHEDIR", self.dir().join("kubectl-cache"))
-            .arg("--kubeconfig")
-            .arg(&self.admin_kubeconfig);
-        command
-    }
-
-    /// Creates a namespace named `<prefix>-<unique suffix>` and waits for its `default`
-    /// ServiceAccount, without which the API server refuses Pods there. Tests sharing a cluster
-    /// isolate themselves this way.
-    pub async fn namespace(&self, prefix: &str) -> Result<String> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!("{}-{n}-{:04x}", dns_label_prefix(prefix), nanos & 0xffff);
-
-        let client = self.client().await?;
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let namespace: Namespace = serde_json::from_value(json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": { "name": name },
-        }))?;
-        namespaces
-            .create(&PostParams::default(), &namespace)
-            .await
-            .with_context(|| format!("creating namespace {name}"))?;
-        let accounts: Api<ServiceAccount> = Api::namespaced(client, &name);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while accounts.get_opt("default").await?.is_none() {
-            if Instant::now() > deadline {
-                bail!("namespace {name} got no default ServiceAccount within 60 s");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Ok(name)
     }
 
     /// The last `lines` lines of each component's log, headed by its name and path: what to look at
@@ -454,22 +328,6 @@ fn node_ready(node: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-/// Lower-case alphanumerics and dashes, at most 40 characters, so that the namespace is a DNS label.
-fn dns_label_prefix(prefix: &str) -> String {
-    let cleaned: String = prefix
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .take(40)
-        .collect();
-    let trimmed = cleaned.trim_matches('-');
-    if trimmed.is_empty() {
-        "test".to_owned()
-    } else {
-        trimmed.to_owned()
-    }
 }
 
 /// Deletes cluster dirs left by harness processes that died without cleaning up (SIGKILL, ctrl-c):

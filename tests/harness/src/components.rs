@@ -139,7 +139,7 @@ pub const KWOK_STAGES: &str = include_str!("kwok-stages.yaml");
 /// The fake node: schedulable, sized so that test workloads always fit.
 pub fn node() -> Value {
     let (key, value) = KWOK_NODE_ANNOTATION;
-    let resources = json!({ "cpu": "32", "memory": "256Gi", "pods": "110" });
+    let resources = json!({ "cpu": "1000", "memory": "4Ti", "pods": "5000" });
     json!({
         "apiVersion": "v1",
         "kind": "Node",

@@ -10,6 +10,7 @@
 //! [`TestCluster`], at normal exit of the process (for the shared stack, which is never dropped), and
 //! through `PR_SET_PDEATHSIG` when the process is killed or interrupted.
 
+mod access;
 pub mod binaries;
 mod certs;
 mod cluster;

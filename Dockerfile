@@ -1,0 +1,19 @@
+# reconcile-host: a multi-stage build with the same steps as the Makefile (`make build`).
+# No container engine runs on the development machines, so this file is kept in step with the Makefile
+# by hand: the build stage runs `make build`, the runtime stage holds the host binary only.
+FROM rust:1.95-bookworm AS build
+WORKDIR /src
+RUN rustup target add wasm32-wasip2
+COPY . .
+RUN make build CARGO_TARGET_DIR=/src/target \
+ && strip target/release/reconcile-host \
+ && mkdir -p /out && cp target/release/reconcile-host /out/ \
+ && cp target/guests/wasm32-wasip2/release/guest_myapp.wasm /out/myapp.wasm
+
+# The guest component ships in a ConfigMap (deploy/), not in the image; /out/myapp.wasm is kept in the
+# build stage for `docker build --target build` users who want to extract it.
+FROM debian:bookworm-slim
+RUN useradd --uid 65532 --user-group --no-create-home --shell /usr/sbin/nologin reconcile-host
+COPY --from=build /out/reconcile-host /usr/local/bin/reconcile-host
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/reconcile-host"]

@@ -1,0 +1,78 @@
+//! Leader election on a coordination.k8s.io Lease: with several replicas only the leader reconciles,
+//! and a standby takes over once the leader's lease expires (a killed leader) or is released (a leader
+//! shut down cleanly). Losing the lease ends the process, as controller-runtime does: a former leader
+//! must never reconcile beside the new one.
+
+use std::time::Duration;
+
+use kube::Client;
+use kube_lease_manager::LeaseManagerBuilder;
+use tokio::sync::watch;
+
+/// How long a lease lasts without renewal: a standby takes over at most this long after a leader dies.
+const LEASE_SECONDS: u64 = 10;
+/// How long before expiry the leader renews.
+const GRACE_SECONDS: u64 = 3;
+
+/// Where the lease lives and who we are.
+#[derive(Clone, Debug)]
+pub struct Election {
+    pub namespace: String,
+    pub lease: String,
+    pub identity: String,
+}
+
+/// Held while this process leads; dropping it releases the lease.
+pub struct Leadership {
+    state: watch::Receiver<bool>,
+}
+
+impl Election {
+    /// Waits until this process holds the lease.
+    pub async fn acquire(&self, client: Client) -> anyhow::Result<Leadership> {
+        let manager = LeaseManagerBuilder::new(client, &self.lease)
+            .with_namespace(&self.namespace)
+            .with_identity(&self.identity)
+            .with_duration(LEASE_SECONDS)
+            .with_grace(GRACE_SECONDS)
+            .build()
+            .await?;
+        let (mut state, _task) = manager.watch().await;
+        tracing::info!(lease = %format!("{}/{}", self.namespace, self.lease), identity = %self.identity, "waiting for leadership");
+        while !*state.borrow_and_update() {
+            state
+                .changed()
+                .await
+                .map_err(|_| anyhow::anyhow!("the lease manager stopped"))?;
+        }
+        tracing::info!(identity = %self.identity, "acquired leadership");
+        Ok(Leadership { state })
+    }
+}
+
+impl Leadership {
+    /// Resolves when the lease is lost (or cannot be renewed any more).
+    pub async fn lost(mut self) {
+        loop {
+            if self.state.changed().await.is_err() || !*self.state.borrow() {
+                return;
+            }
+        }
+    }
+}
+
+/// This process's identity: the Pod name where the downward API gives one, else host and pid.
+pub fn identity() -> String {
+    std::env::var("POD_NAME").unwrap_or_else(|_| {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        format!("{}-{}", host.trim(), std::process::id())
+    })
+}
+
+/// Exits the process when leadership is lost: the safe default, the Deployment restarts it as a standby.
+pub async fn exit_on_loss(leadership: Leadership) {
+    leadership.lost().await;
+    tracing::error!("lost leadership; exiting so that only the new leader reconciles");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    std::process::exit(1);
+}

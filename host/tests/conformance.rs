@@ -1,0 +1,83 @@
+//! One conformance suite for reconcilers in any language: the MyApp guests in Rust, JavaScript and Python
+//! against the same fixtures (guests/myapp/fixtures), each with a fresh instance per call and with one
+//! reused instance (where state left over from one parent would show in the next answer). The JS and
+//! Python guests are built from source on first use by their `build.sh`, like the Rust ones by cargo.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::conformance::{assert_conforms, myapp_fixtures};
+use common::guests::{artifact_cache, component, myapp_js, myapp_python};
+use reconcile_host::guest::RuntimeConfig;
+
+/// Both call modes, with the compiled artifact cached across test runs.
+fn assert_conforms_fresh_and_reused(component: &Path, config: RuntimeConfig) {
+    let config = config.cache_dir(Some(artifact_cache()));
+    assert_conforms(component, config.clone());
+    assert_conforms(component, config.reuse_instance_calls(100));
+}
+
+#[test]
+fn rust_guest_conforms() {
+    assert_conforms_fresh_and_reused(&component("guest_myapp"), RuntimeConfig::default());
+}
+
+#[test]
+fn javascript_guest_conforms() {
+    assert_conforms_fresh_and_reused(&myapp_js(), RuntimeConfig::default());
+}
+
+#[test]
+fn python_guest_conforms() {
+    assert_conforms_fresh_and_reused(&myapp_python(), RuntimeConfig::default());
+}
+
+fn conformance_command(module: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
+        .arg("conformance")
+        .arg("--module")
+        .arg(module)
+        .arg("--fixtures")
+        .arg(myapp_fixtures())
+        .args(["--child", "apps/v1/Deployment"])
+        .output()
+        .expect("running reconcile-host conformance")
+}
+
+#[test]
+fn the_command_passes_a_conforming_guest() {
+    let out = conformance_command(&component("guest_myapp"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("  ok    demo-app"), "{stdout}");
+    assert!(
+        stdout.trim_end().ends_with("6 passed, 0 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_command_fails_a_guest_with_other_rules_and_says_where() {
+    // The faults guest answers a ConfigMap for any parent, and never an error.
+    let out = conformance_command(&component("guest_faults"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("0 passed, 6 failed"), "{stdout}");
+    assert!(
+        stdout
+            .contains(r#"FAIL  demo-app: children at /0/apiVersion: expected "apps/v1", got "v1""#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("FAIL  invalid-empty-image: expected the guest to return an error"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("6 of 6 cases failed"), "{stderr}");
+}
