@@ -104,6 +104,17 @@ async fn wait_all_reconciled_by(
     start.elapsed()
 }
 
+/// After a refused module, the previous one still serves: a new parent is reconciled by it.
+async fn assert_previous_module_serves(
+    client: &kube::Client,
+    namespace: &str,
+    digest: &str,
+    variant: Option<&str>,
+) {
+    create_myapp(client, namespace, "after-garbage", json!({"replicas": 1})).await;
+    wait_all_reconciled_by(client, namespace, PARENTS + 1, digest, variant).await;
+}
+
 #[tokio::test]
 async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logic() {
     let cluster = TestCluster::shared();
@@ -183,15 +194,7 @@ async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logi
             .unwrap_or_default()
             .contains("not a WebAssembly component")
     );
-    create_myapp(&client, &namespace, "after-garbage", json!({"replicas": 1})).await;
-    wait_all_reconciled_by(
-        &client,
-        &namespace,
-        PARENTS + 1,
-        &digest(&module_b),
-        Some("b"),
-    )
-    .await;
+    assert_previous_module_serves(&client, &namespace, &digest(&module_b), Some("b")).await;
     assert!(
         host.is_running(),
         "a garbage module must not take the host down"
@@ -258,15 +261,7 @@ async fn a_mounted_file_swap_reaches_every_parent() {
         host.log().contains("new module refused"),
         "the refusal was not logged"
     );
-    create_myapp(&client, &namespace, "after-garbage", json!({"replicas": 1})).await;
-    wait_all_reconciled_by(
-        &client,
-        &namespace,
-        PARENTS + 1,
-        &digest(&module_b),
-        Some("b"),
-    )
-    .await;
+    assert_previous_module_serves(&client, &namespace, &digest(&module_b), Some("b")).await;
 }
 
 #[tokio::test]

@@ -3,12 +3,15 @@
 
 mod common;
 
+use std::path::Path;
+
 use k8s_openapi::api::core::v1::Event as CoreEvent;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use reconcile_host::guest::digest_of;
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{component, repo_root};
+use common::guests::{artifact_cache, component, myapp_js, myapp_python, repo_root};
 use common::host::HostProcess;
 use common::myapp::*;
 
@@ -47,15 +50,15 @@ impl Drop for Setup {
 }
 
 async fn setup(prefix: &str, extra: &[&str]) -> Setup {
+    setup_with(prefix, &component("guest_myapp"), extra).await
+}
+
+/// A host running `module` for MyApp in a namespace of its own.
+async fn setup_with(prefix: &str, module: &Path, extra: &[&str]) -> Setup {
     let cluster = TestCluster::shared();
     install_crd(cluster);
     let namespace = cluster.namespace(prefix).await.unwrap();
-    let host = HostProcess::myapp(
-        cluster.kubeconfig_path(),
-        &namespace,
-        &component("guest_myapp"),
-        extra,
-    );
+    let host = HostProcess::myapp(cluster.kubeconfig_path(), &namespace, module, extra);
     Setup {
         client: cluster.client().await.unwrap(),
         cluster,
@@ -461,4 +464,62 @@ async fn the_finalizer_holds_the_parent_until_the_guest_has_finalized() {
         s.host.log().contains("held"),
         "the host logged nothing about the parent"
     );
+}
+
+/// The MyApp logic written in another language runs in the same host, with the same flags: a Deployment
+/// from the guest's answer, then phase Ready from its status, stamped with that module's digest.
+async fn another_language_runs_myapp(prefix: &str, module: &Path, extra: &[&str]) {
+    let cache = artifact_cache();
+    let mut flags = vec!["--cache-dir", cache.to_str().unwrap()];
+    flags.extend_from_slice(extra);
+    let s = setup_with(prefix, module, &flags).await;
+    let _guard = failure_guard(s.cluster);
+    create_myapp(
+        &s.client,
+        &s.namespace,
+        "polyglot",
+        json!({"replicas": 2, "image": "nginx:1.23"}),
+    )
+    .await;
+    let deployment = wait_deployment(
+        &s.client,
+        &s.namespace,
+        "polyglot-deploy",
+        "the Deployment",
+        |_| true,
+    )
+    .await;
+    assert_eq!(
+        replicas_and_image(&deployment),
+        (Some(2), Some("nginx:1.23".into()))
+    );
+    assert_eq!(
+        deployment.metadata.labels.as_ref().unwrap()["app"],
+        "polyglot"
+    );
+    let status = wait_status(&s.client, &s.namespace, "polyglot", "phase Ready", |st| {
+        st["phase"] == "Ready"
+    })
+    .await;
+    assert_eq!(status["readyReplicas"], 2);
+    assert_eq!(ready_condition(&status).unwrap()["status"], "True");
+    let digest = digest_of(&std::fs::read(module).unwrap());
+    assert_eq!(status["moduleDigest"], digest.as_str());
+}
+
+#[tokio::test]
+async fn a_javascript_guest_runs_myapp() {
+    // The defaults fit: the JS guest needs ~10 MiB of memory and a few milliseconds per fresh call.
+    another_language_runs_myapp("js", &myapp_js(), &[]).await;
+}
+
+#[tokio::test]
+async fn a_python_guest_runs_myapp_with_reused_instances() {
+    // A fresh Python instance costs milliseconds: heavy runtimes may opt into instance reuse.
+    another_language_runs_myapp(
+        "python",
+        &myapp_python(),
+        &["--reuse-instance-calls", "100"],
+    )
+    .await;
 }

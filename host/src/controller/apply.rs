@@ -8,7 +8,7 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use super::context::Context;
-use super::error::ReconcileError;
+use super::error::{ReconcileError, name_of};
 use super::observe::Observed;
 use super::{MANAGED_BY_LABEL, MANAGER};
 use crate::validate::Child;
@@ -138,7 +138,7 @@ fn owner_reference(parent: &DynamicObject) -> Result<Value, ReconcileError> {
     Ok(json!({
         "apiVersion": types.api_version,
         "kind": types.kind,
-        "name": parent.metadata.name.as_ref().ok_or(ReconcileError::MissingMetadata("name"))?,
+        "name": name_of(parent)?,
         "uid": parent.metadata.uid.as_ref().ok_or(ReconcileError::MissingMetadata("uid"))?,
         "controller": true,
         "blockOwnerDeletion": true,

@@ -44,3 +44,12 @@ impl ReconcileError {
         }
     }
 }
+
+/// The parent's name; every object the API server returns has one.
+pub fn name_of(object: &kube::core::DynamicObject) -> Result<&str, ReconcileError> {
+    object
+        .metadata
+        .name
+        .as_deref()
+        .ok_or(ReconcileError::MissingMetadata("name"))
+}

@@ -6,7 +6,7 @@ use kube::core::DynamicObject;
 use serde_json::json;
 
 use super::context::Context;
-use super::error::ReconcileError;
+use super::error::{ReconcileError, name_of};
 
 pub fn has_finalizer(parent: &DynamicObject, finalizer: &str) -> bool {
     parent
@@ -58,11 +58,7 @@ impl Context {
         ops: serde_json::Value,
     ) -> Result<(), ReconcileError> {
         let patch: json_patch::Patch = serde_json::from_value(ops).expect("well-formed JSON patch");
-        let name = parent
-            .metadata
-            .name
-            .as_deref()
-            .ok_or(ReconcileError::MissingMetadata("name"))?;
+        let name = name_of(parent)?;
         self.api(&self.parent, namespace)
             .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
             .await

@@ -7,7 +7,7 @@ use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
 use super::context::Context;
-use super::error::ReconcileError;
+use super::error::{ReconcileError, name_of};
 
 /// The condition type the host owns.
 pub const READY: &str = "Ready";
@@ -52,11 +52,7 @@ impl Context {
         for key in current.keys() {
             patch.entry(key.clone()).or_insert(Value::Null);
         }
-        let name = parent
-            .metadata
-            .name
-            .as_deref()
-            .ok_or(ReconcileError::MissingMetadata("name"))?;
+        let name = name_of(parent)?;
         self.api(&self.parent, namespace)
             .patch_status(
                 name,
