@@ -10,6 +10,8 @@
 #[cfg(target_arch = "wasm32")]
 mod component;
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 /// `spec.replicas` when the parent leaves it out.
@@ -122,18 +124,57 @@ fn spec(parent: &Value) -> Result<(i32, &str), String> {
 /// when no such Deployment was observed.
 fn observed_ready_replicas(children: &[String], deploy_name: &str) -> Result<Option<i64>, String> {
     for (i, child) in children.iter().enumerate() {
-        let child: Value = serde_json::from_str(child)
-            .map_err(|e| format!("observed child {i} is not valid JSON: {e}"))?;
-        let is_it = child.get("kind").and_then(Value::as_str) == Some("Deployment")
-            && child.pointer("/metadata/name").and_then(Value::as_str) == Some(deploy_name);
-        if is_it {
-            let ready = child
-                .pointer("/status/readyReplicas")
-                .and_then(Value::as_i64);
+        // Fast path: read only the three fields the rule needs, borrowing, without building a tree of
+        // the whole object (most of a reconcile's time in wasm went there). Any other shape takes the
+        // general path, so both give the same answer.
+        let (kind, name, ready) = match serde_json::from_str::<ObservedChild>(child) {
+            Ok(c) => (
+                c.kind,
+                c.metadata.and_then(|m| m.name),
+                c.status.and_then(|s| s.ready_replicas),
+            ),
+            Err(_) => {
+                let child: Value = serde_json::from_str(child)
+                    .map_err(|e| format!("observed child {i} is not valid JSON: {e}"))?;
+                let field = |pointer| {
+                    child
+                        .pointer(pointer)
+                        .and_then(Value::as_str)
+                        .map(|s| s.to_owned().into())
+                };
+                let ready = child
+                    .pointer("/status/readyReplicas")
+                    .and_then(Value::as_i64);
+                (field("/kind"), field("/metadata/name"), ready)
+            }
+        };
+        if kind.as_deref() == Some("Deployment") && name.as_deref() == Some(deploy_name) {
             return Ok(Some(ready.unwrap_or(0)));
         }
     }
     Ok(None)
+}
+
+/// The fields of an observed child that the rule reads.
+#[derive(serde::Deserialize)]
+struct ObservedChild<'a> {
+    #[serde(borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    metadata: Option<ObservedMeta<'a>>,
+    status: Option<ObservedStatus>,
+}
+
+#[derive(serde::Deserialize)]
+struct ObservedMeta<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ObservedStatus {
+    #[serde(rename = "readyReplicas")]
+    ready_replicas: Option<i64>,
 }
 
 /// The desired Deployment, as the seed's `create_deployment` builds it.
