@@ -74,8 +74,13 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         cluster,
         &["apply", "-f", &format!("{deploy}/namespace.yaml")],
     );
-    kubectl_ok(cluster, &["apply", "--dry-run=server", "-k", deploy]);
-    kubectl_ok(cluster, &["apply", "-k", deploy]);
+    // Server-side apply, as the README says: client-side apply would copy the module into the
+    // last-applied annotation, which is capped at 256 KiB.
+    kubectl_ok(
+        cluster,
+        &["apply", "--server-side", "--dry-run=server", "-k", deploy],
+    );
+    kubectl_ok(cluster, &["apply", "--server-side", "-k", deploy]);
     kubectl_ok(
         cluster,
         &[
