@@ -68,14 +68,15 @@ impl Runtime {
         &self.config
     }
 
-    /// The deadline in epoch ticks, rounded up, at least one.
+    /// The deadline in epoch ticks, rounded up, plus one: the current tick is already partly over, so
+    /// without it a guest could be interrupted up to one tick before its deadline.
     pub(crate) fn deadline_ticks(&self) -> u64 {
         let ticks = self
             .config
             .deadline
             .as_nanos()
             .div_ceil(EPOCH_TICK.as_nanos());
-        ticks.max(1) as u64
+        ticks as u64 + 1
     }
 }
 
