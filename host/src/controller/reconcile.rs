@@ -90,7 +90,9 @@ async fn reconcile_inner(
             .collect(),
         finalizing,
     };
+    // The module that answers is the one the status names, even if a hot swap lands meanwhile.
     let module = ctx.module();
+    let answering = module.clone();
     let tag = key.to_string();
     // Guest calls are CPU-bound and may run up to their deadline: keep them off the async workers.
     let (answer, took) = tokio::task::spawn_blocking(move || {
@@ -118,10 +120,11 @@ async fn reconcile_inner(
     }
     let reconciled = Outcome::Reconciled {
         guest_status: answer.status.as_ref(),
+        module_digest: answering.digest(),
         message: format!(
             "{} children applied by module {}",
             children.len(),
-            ctx.module().short_digest()
+            answering.short_digest()
         ),
     };
     ctx.write_status(parent, namespace, reconciled).await?;

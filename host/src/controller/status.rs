@@ -17,6 +17,8 @@ pub enum Outcome<'a> {
     /// The answer was applied. `guest_status: None` leaves the guest's part as it is.
     Reconciled {
         guest_status: Option<&'a Map<String, Value>>,
+        /// The module that produced this answer.
+        module_digest: &'a str,
         message: String,
     },
     Failed {
@@ -38,12 +40,7 @@ impl Context {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        let desired = desired_status(
-            &current,
-            parent.metadata.generation,
-            self.module().digest(),
-            outcome,
-        );
+        let desired = desired_status(&current, parent.metadata.generation, outcome);
         if desired == current {
             return Ok(());
         }
@@ -69,19 +66,19 @@ impl Context {
 fn desired_status(
     current: &Map<String, Value>,
     generation: Option<i64>,
-    digest: &str,
     outcome: Outcome<'_>,
 ) -> Map<String, Value> {
     let (mut status, ready, reason, message) = match outcome {
         Outcome::Reconciled {
             guest_status,
+            module_digest,
             message,
         } => {
             let mut status = guest_status.cloned().unwrap_or_else(|| current.clone());
             if let Some(generation) = generation {
                 status.insert("observedGeneration".into(), json!(generation));
             }
-            status.insert("moduleDigest".into(), json!(digest));
+            status.insert("moduleDigest".into(), json!(module_digest));
             (status, "True", "Reconciled", message)
         }
         Outcome::Failed { reason, message } => (current.clone(), "False", reason, message),
@@ -120,6 +117,7 @@ mod tests {
     fn reconciled(status: Option<&Map<String, Value>>) -> Outcome<'_> {
         Outcome::Reconciled {
             guest_status: status,
+            module_digest: "sha256:abc",
             message: "ok".into(),
         }
     }
@@ -131,7 +129,7 @@ mod tests {
             .unwrap()
             .clone();
         let guest = json!({"phase": "Ready"}).as_object().unwrap().clone();
-        let status = desired_status(&current, Some(3), "sha256:abc", reconciled(Some(&guest)));
+        let status = desired_status(&current, Some(3), reconciled(Some(&guest)));
         assert_eq!(status["phase"], "Ready");
         assert!(!status.contains_key("stale"));
         assert_eq!(status["observedGeneration"], 3);
@@ -142,15 +140,15 @@ mod tests {
     #[test]
     fn no_guest_status_keeps_the_current_one() {
         let current = json!({"phase": "Created"}).as_object().unwrap().clone();
-        let status = desired_status(&current, Some(1), "sha256:abc", reconciled(None));
+        let status = desired_status(&current, Some(1), reconciled(None));
         assert_eq!(status["phase"], "Created");
     }
 
     #[test]
     fn the_same_outcome_twice_gives_the_same_status() {
         let guest = json!({"phase": "Ready"}).as_object().unwrap().clone();
-        let first = desired_status(&Map::new(), Some(1), "sha256:abc", reconciled(Some(&guest)));
-        let second = desired_status(&first, Some(1), "sha256:abc", reconciled(Some(&guest)));
+        let first = desired_status(&Map::new(), Some(1), reconciled(Some(&guest)));
+        let second = desired_status(&first, Some(1), reconciled(Some(&guest)));
         assert_eq!(
             first, second,
             "an unchanged outcome must not cost a status write"
@@ -160,11 +158,10 @@ mod tests {
     #[test]
     fn failure_keeps_the_guest_part_and_flips_ready() {
         let guest = json!({"phase": "Ready"}).as_object().unwrap().clone();
-        let ok = desired_status(&Map::new(), Some(1), "sha256:abc", reconciled(Some(&guest)));
+        let ok = desired_status(&Map::new(), Some(1), reconciled(Some(&guest)));
         let failed = desired_status(
             &ok,
             Some(2),
-            "sha256:abc",
             Outcome::Failed {
                 reason: "GuestRejected",
                 message: "spec.replicas must not be negative".into(),
