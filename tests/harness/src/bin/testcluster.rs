@@ -2,8 +2,10 @@
 //! running the host against it) until ctrl-c or SIGTERM, then stops every component cleanly.
 //!
 //! Stdout is meant for people and for scripts alike: the first line is `export KUBECONFIG=<path>`,
-//! the others start with `#` (the API server's URL, the directory with the logs, the components'
-//! pids), so the output can be sourced as shell.
+//! the others start with `#` (the API server's URL, the directory with the logs, and last the
+//! components' pids), so the output can be sourced as shell.
+
+use std::io::Write;
 
 use anyhow::{Context, Result};
 use testcluster::{TestCluster, binaries};
@@ -23,24 +25,31 @@ async fn main() -> Result<()> {
         _ = terminate.recv() => return Ok(()),
         _ = hangup.recv() => return Ok(()),
     };
-    println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
-    println!("# server {}", cluster.server());
-    println!(
-        "# kubectl {}",
-        binaries::bin_dir()?.join("kubectl").display()
-    );
-    println!("# logs in {}", cluster.dir().display());
-    println!(
-        "# started in {:.1} s",
-        cluster.startup_duration().as_secs_f64()
-    );
     let pids: Vec<String> = cluster
         .pids()
         .iter()
         .map(|(name, pid)| format!("{name}={pid}"))
         .collect();
-    println!("# pids {}", pids.join(" "));
-    println!("# running; ctrl-c stops it");
+    // One write, pids last: a reader may stop reading (and close the pipe) once it has the pids.
+    let banner = format!(
+        "export KUBECONFIG={}\n# server {}\n# kubectl {}\n# logs in {}\n# started in {:.1} s\n\
+         # running; ctrl-c stops it\n# pids {}\n",
+        cluster.kubeconfig_path().display(),
+        cluster.server(),
+        binaries::bin_dir()?.join("kubectl").display(),
+        cluster.dir().display(),
+        cluster.startup_duration().as_secs_f64(),
+        pids.join(" "),
+    );
+    // A closed stdout must not take the cluster down: the components still need a clean stop.
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout
+        .write_all(banner.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!("testcluster: could not write to stdout: {error}");
+    }
+    drop(stdout);
 
     tokio::select! {
         _ = interrupt.recv() => {}
