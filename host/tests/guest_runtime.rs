@@ -196,6 +196,21 @@ fn guest_logging_does_not_disturb_the_answer() {
     assert_eq!(answer.children.len(), 1);
 }
 
+/// Output past the per-call cap is dropped, not turned into a failed write (which `println!` makes a
+/// trap); a reused instance gets its whole cap back on every call.
+#[test]
+fn a_guest_flooding_stdout_still_answers_call_after_call() {
+    for reuse in [0, 10] {
+        let module = faults_with(RuntimeConfig::default().reuse_instance_calls(reuse));
+        for call in 0..3 {
+            let answer = call_fault(&module, "flood")
+                .unwrap_or_else(|e| panic!("reuse {reuse}, call {call}: {e}"));
+            assert_eq!(answer.status.unwrap()["ok"], true);
+        }
+        assert_next_call_works(&module);
+    }
+}
+
 #[test]
 fn a_component_of_another_world_is_refused_with_what_is_missing() {
     let rt = runtime(RuntimeConfig::default());

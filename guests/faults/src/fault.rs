@@ -35,6 +35,8 @@ pub(crate) enum Fault {
     ReadEnv,
     /// `log`: logs at each level and prints to stdout and stderr.
     Log,
+    /// `flood`: prints 1 MiB to stdout, far past the host's per-call cap, then answers as `None`.
+    Flood,
 }
 
 impl Fault {
@@ -57,6 +59,7 @@ impl Fault {
             "open-file" => Fault::OpenFile,
             "read-env" => Fault::ReadEnv,
             "log" => Fault::Log,
+            "flood" => Fault::Flood,
             other => return Err(format!("unknown spec.fault {other:?}")),
         })
     }
@@ -155,6 +158,13 @@ impl Fault {
                 }
                 println!("fault log: stdout");
                 eprintln!("fault log: stderr");
+                respond(vec![parent.own_config_map(None)], ok)
+            }
+            Fault::Flood => {
+                let line = "x".repeat(1023);
+                for _ in 0..1024 {
+                    println!("{line}");
+                }
                 respond(vec![parent.own_config_map(None)], ok)
             }
         })

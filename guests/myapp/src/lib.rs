@@ -4,15 +4,21 @@
 //! `<name>-deploy` running that image, and reports `status.phase`: `Created` until the observed Deployment
 //! has as many ready replicas as asked, then `Ready`.
 //!
-//! The function only needs `serde_json`, so the same code builds natively (unit tests, the benchmark's
+//! The function only needs `serde`, so the same code builds natively (unit tests, the benchmark's
 //! native floor) and as a component: the WebAssembly glue is in [`component`], compiled for wasm32 only.
+//! Its parts follow the data: [`parent`] and [`observed`] read, [`desired`] writes. Reading and writing
+//! are typed and borrow from the input: a `serde_json::Value` tree costs an allocation per key and per
+//! string, and a reconcile in wasm spent most of its time there (4-5x faster per call without).
 
 #[cfg(target_arch = "wasm32")]
 mod component;
+mod desired;
+mod object;
+mod observed;
+mod parent;
 
-use std::borrow::Cow;
-
-use serde_json::{Map, Value, json};
+use desired::{Deployment, Status};
+use parent::MyApp;
 
 /// `spec.replicas` when the parent leaves it out.
 pub const DEFAULT_REPLICAS: i32 = 1;
@@ -51,168 +57,34 @@ pub fn reconcile(
             ..Output::default()
         });
     }
-    let parent: Value =
-        serde_json::from_str(parent_json).map_err(|e| format!("parent is not valid JSON: {e}"))?;
-    let name = parent
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty())
-        .ok_or("parent has no metadata.name")?;
-    if name.len() > 63 {
-        // The name is also the `app` label value, which Kubernetes caps at 63 characters.
-        return Err(format!(
-            "metadata.name \"{name}\" is longer than 63 characters, too long for the app label"
-        ));
-    }
-    let namespace = parent
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str);
-    let (replicas, image) = spec(&parent)?;
-
-    let deploy_name = format!("{name}-deploy");
-    let ready = observed_ready_replicas(children_json, &deploy_name)?;
-    let phase = if ready == Some(i64::from(replicas)) {
+    let app = MyApp::read(parent_json)?;
+    let deploy_name = format!("{}-deploy", app.name);
+    let ready = observed::ready_replicas(children_json, &deploy_name)?;
+    let phase = if ready == Some(i64::from(app.replicas)) {
         "Ready"
     } else {
         "Created"
     };
-
-    let deployment = deployment(name, namespace, &deploy_name, replicas, image);
-    let status = json!({
-        "phase": phase,
-        "replicas": replicas,
-        "readyReplicas": ready.unwrap_or(0),
-    });
+    let deployment = Deployment::new(
+        &app.name,
+        app.namespace.as_deref(),
+        &deploy_name,
+        app.replicas,
+        &app.image,
+    );
+    let status = Status {
+        phase,
+        replicas: app.replicas,
+        ready_replicas: ready.unwrap_or(0),
+    };
     Ok(Output {
-        children: vec![deployment.to_string()],
-        status: Some(status.to_string()),
+        children: vec![to_json(&deployment)],
+        status: Some(to_json(&status)),
         requeue_after_seconds: None,
         finalized: false,
     })
 }
 
-/// Reads `spec.replicas` and `spec.image`, with their defaults; an absent or `null` field takes its default.
-fn spec(parent: &Value) -> Result<(i32, &str), String> {
-    let spec = match parent.get("spec") {
-        None | Some(Value::Null) => return Ok((DEFAULT_REPLICAS, DEFAULT_IMAGE)),
-        Some(Value::Object(spec)) => spec,
-        Some(other) => return Err(format!("spec must be an object, got {other}")),
-    };
-    let replicas = match spec.get("replicas") {
-        None | Some(Value::Null) => DEFAULT_REPLICAS,
-        Some(value) => value
-            .as_i64()
-            .and_then(|n| i32::try_from(n).ok())
-            .filter(|n| *n >= 0)
-            .ok_or_else(|| {
-                format!("spec.replicas must be an integer from 0 to 2147483647, got {value}")
-            })?,
-    };
-    let image = match spec.get("image") {
-        None | Some(Value::Null) => DEFAULT_IMAGE,
-        Some(Value::String(image)) if !image.trim().is_empty() => image,
-        Some(value) => {
-            return Err(format!(
-                "spec.image must be a non-empty string, got {value}"
-            ));
-        }
-    };
-    Ok((replicas, image))
-}
-
-/// `status.readyReplicas` of the observed Deployment `deploy_name` (0 when it has none yet), or `None`
-/// when no such Deployment was observed.
-fn observed_ready_replicas(children: &[String], deploy_name: &str) -> Result<Option<i64>, String> {
-    for (i, child) in children.iter().enumerate() {
-        // Fast path: read only the three fields the rule needs, borrowing, without building a tree of
-        // the whole object (most of a reconcile's time in wasm went there). Any other shape takes the
-        // general path, so both give the same answer.
-        let (kind, name, ready) = match serde_json::from_str::<ObservedChild>(child) {
-            Ok(c) => (
-                c.kind,
-                c.metadata.and_then(|m| m.name),
-                c.status.and_then(|s| s.ready_replicas),
-            ),
-            Err(_) => {
-                let child: Value = serde_json::from_str(child)
-                    .map_err(|e| format!("observed child {i} is not valid JSON: {e}"))?;
-                let field = |pointer| {
-                    child
-                        .pointer(pointer)
-                        .and_then(Value::as_str)
-                        .map(|s| s.to_owned().into())
-                };
-                let ready = child
-                    .pointer("/status/readyReplicas")
-                    .and_then(Value::as_i64);
-                (field("/kind"), field("/metadata/name"), ready)
-            }
-        };
-        if kind.as_deref() == Some("Deployment") && name.as_deref() == Some(deploy_name) {
-            return Ok(Some(ready.unwrap_or(0)));
-        }
-    }
-    Ok(None)
-}
-
-/// The fields of an observed child that the rule reads.
-#[derive(serde::Deserialize)]
-struct ObservedChild<'a> {
-    #[serde(borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    metadata: Option<ObservedMeta<'a>>,
-    status: Option<ObservedStatus>,
-}
-
-#[derive(serde::Deserialize)]
-struct ObservedMeta<'a> {
-    #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
-}
-
-#[derive(serde::Deserialize)]
-struct ObservedStatus {
-    #[serde(rename = "readyReplicas")]
-    ready_replicas: Option<i64>,
-}
-
-/// The desired Deployment, as the seed's `create_deployment` builds it.
-fn deployment(
-    name: &str,
-    namespace: Option<&str>,
-    deploy_name: &str,
-    replicas: i32,
-    image: &str,
-) -> Value {
-    let labels = json!({ "app": name });
-    let mut metadata = Map::new();
-    metadata.insert("name".into(), deploy_name.into());
-    if let Some(namespace) = namespace {
-        metadata.insert("namespace".into(), namespace.into());
-    }
-    let mut deployment_labels = labels.clone();
-    if cfg!(feature = "variant-b") {
-        deployment_labels["example.com/variant"] = "b".into();
-    }
-    metadata.insert("labels".into(), deployment_labels);
-    json!({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": metadata,
-        "spec": {
-            "replicas": replicas,
-            "selector": { "matchLabels": labels.clone() },
-            "template": {
-                "metadata": { "labels": labels },
-                "spec": {
-                    "containers": [{
-                        "name": "main",
-                        "image": image,
-                        "ports": [{ "containerPort": 80 }],
-                    }],
-                },
-            },
-        },
-    })
+fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("plain structs of strings and integers always serialize")
 }

@@ -166,3 +166,23 @@ fn invalid_parents_and_children_are_errors() {
     let long = format!(r#"{{"metadata":{{"name":"{}"}}}}"#, "a".repeat(64));
     assert!(reconcile(&long, &[], false).unwrap_err().contains("63"));
 }
+
+/// The fast, typed reading must agree with the general one on shapes a derived reader would take
+/// differently: arrays in place of objects, and duplicate keys (the last one wins).
+#[test]
+fn odd_shapes_read_as_json_objects_do() {
+    let err = reconcile(r#"{"metadata":["demo-app"]}"#, &[], false).unwrap_err();
+    assert!(err.contains("metadata.name"), "{err}");
+    let err = reconcile(&parent(json!([3, "nginx:1.23"])), &[], false).unwrap_err();
+    assert!(err.contains("spec must be an object"), "{err}");
+
+    let positional =
+        json!({ "kind": "Deployment", "metadata": ["demo-app-deploy"], "status": [3] });
+    let (_, status) = run(&parent(json!({})), &[positional.to_string()]);
+    assert_eq!(status["phase"], "Created", "an array is not metadata");
+
+    let twice = r#"{"metadata":{"name":"first","name":"last"},"spec":{"replicas":2,"replicas":4}}"#;
+    let (deployment, status) = run(twice, &[]);
+    assert_eq!(deployment["metadata"]["name"], "last-deploy");
+    assert_eq!(status["replicas"], 4);
+}

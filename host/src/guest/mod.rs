@@ -1,6 +1,6 @@
 //! The guest runtime: everything about running untrusted reconcile logic compiled to a WebAssembly
 //! component. One engine per process (`engine`), modules compiled once and cached on disk (`module`,
-//! `cache`), and calls that are fresh, sandboxed and bounded (`call`, `state`, `reuse`).
+//! `cache`), and calls that are fresh, sandboxed and bounded (`call`, `state`, `stdio`, `reuse`).
 
 mod bindings;
 mod cache;
@@ -11,6 +11,7 @@ mod error;
 mod module;
 mod reuse;
 mod state;
+mod stdio;
 
 pub use bindings::{Request, Response, WORLD};
 pub use call::Answer;

@@ -3,11 +3,11 @@
 
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::Level;
 use super::bindings::reconcile::guest::{log, types};
+use super::stdio::CapturedOutput;
 
 /// Everything a guest may touch from the host, rebuilt for every call so that nothing leaks between
 /// parents. Building it costs about a microsecond.
@@ -15,10 +15,8 @@ pub struct GuestState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(crate) memory: MemoryCap,
-    stdout: MemoryOutputPipe,
-    stderr: MemoryOutputPipe,
-    /// Bytes of stdout/stderr already moved to the log (a reused instance keeps its pipes).
-    flushed: [usize; 2],
+    stdout: CapturedOutput,
+    stderr: CapturedOutput,
     /// Which parent this call is for, so that guest log lines can be traced back to it.
     tag: String,
     log_budget: usize,
@@ -60,8 +58,8 @@ impl ResourceLimiter for MemoryCap {
 
 impl GuestState {
     pub fn new(tag: String, memory_limit: usize, max_log_bytes: usize) -> GuestState {
-        let stdout = MemoryOutputPipe::new(max_log_bytes);
-        let stderr = MemoryOutputPipe::new(max_log_bytes);
+        let stdout = CapturedOutput::new(max_log_bytes);
+        let stderr = CapturedOutput::new(max_log_bytes);
         let wasi = WasiCtxBuilder::new()
             .stdout(stdout.clone())
             .stderr(stderr.clone())
@@ -78,7 +76,6 @@ impl GuestState {
             },
             stdout,
             stderr,
-            flushed: [0, 0],
             tag,
             log_budget: max_log_bytes,
             max_log_bytes,
@@ -91,17 +88,16 @@ impl GuestState {
         self.log_budget = self.max_log_bytes;
     }
 
-    /// Moves what the guest printed since the last flush into the host's log, one event per line.
+    /// Moves what the guest printed during the call into the host's log, one event per line.
     pub fn flush_stdio(&mut self) {
-        for (i, (stream, pipe)) in [("stdout", &self.stdout), ("stderr", &self.stderr)]
-            .into_iter()
-            .enumerate()
-        {
-            let bytes = pipe.contents();
-            let new = &bytes[self.flushed[i].min(bytes.len())..];
-            self.flushed[i] = bytes.len();
-            for line in String::from_utf8_lossy(new).lines() {
+        for (stream, output) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            let drained = output.drain();
+            for line in String::from_utf8_lossy(&drained.kept).lines() {
                 tracing::info!(target: "guest", parent = %self.tag, stream, "{line}");
+            }
+            if drained.dropped > 0 {
+                tracing::warn!(target: "guest", parent = %self.tag, stream, dropped_bytes = drained.dropped,
+                    "guest output over {} bytes in one call; dropped the rest", self.max_log_bytes);
             }
         }
     }
