@@ -37,8 +37,13 @@ run: build controlplane
 cluster: controlplane
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo run --release --locked -p testcluster --bin testcluster
 
-bench: guests
-	cargo bench --locked -p reconcile-host --bench guest_call
+# The guest call against native code, then the controllers side by side on a local control plane
+# (about 15 min). Results are also written to target/bench/.
+bench: guests controlplane
+	mkdir -p target/bench
+	cargo bench --locked -p reconcile-host --bench guest_call >target/bench/guest-call.txt
+	cat target/bench/guest-call.txt
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo bench --locked -p reconcile-host --bench convergence
 
 fmt:
 	cargo fmt --all

@@ -193,6 +193,31 @@ async fn spec_changes_are_followed_by_the_deployment() {
     assert_eq!(status["replicas"], 2);
 }
 
+/// A reconcile whose answer changes nothing (the cluster updating the Deployment's status, the host's
+/// own status patch) does not apply the child again: a no-op apply still costs the API server a write.
+#[tokio::test]
+async fn an_answer_that_changes_nothing_is_not_applied_again() {
+    let s = setup("noop", &[]).await;
+    let _guard = failure_guard(s.cluster);
+    create_myapp(&s.client, &s.namespace, "quiet", json!({"replicas": 1})).await;
+    // `Ready` is written by a reconcile that saw the ready Deployment, the same answer as before.
+    wait_status(&s.client, &s.namespace, "quiet", "Ready", |st| {
+        st["phase"] == "Ready"
+    })
+    .await;
+    let addr = wait_for("the metrics address", || async { s.host.metrics_addr() }).await;
+    let metrics = common::http::get(&addr, "/metrics").unwrap().1;
+    let applies = |result: &str| {
+        common::http::sample(
+            &metrics,
+            "reconcile_host_child_applies_total",
+            &format!(r#"result="{result}""#),
+        )
+    };
+    assert!(applies("applied") >= 1.0, "{metrics}");
+    assert!(applies("skipped") >= 1.0, "{metrics}");
+}
+
 #[tokio::test]
 async fn drift_is_reverted_and_a_deleted_deployment_is_recreated() {
     let s = setup("drift", &[]).await;

@@ -58,6 +58,18 @@ impl Context {
                 .find(|c| c.kind.gvk == child.kind)
                 .expect("validated children are of allow-listed kinds");
             let id = format!("{}/{}", child.kind.kind, child.name);
+            let key = format!("{}/{namespace}/{}", child.kind, child.name);
+            let before = observed
+                .iter()
+                .find(|o| o.kind.gvk == child.kind && o.name() == child.name);
+            let observed_value = before.and_then(|o| serde_json::to_value(&*o.object).ok());
+            if self
+                .applied
+                .unchanged(&key, &object, observed_value.as_ref())
+            {
+                self.metrics.child_apply("skipped");
+                continue;
+            }
             let applied = self
                 .api(&resolved.kind, namespace)
                 .patch(&child.name, &params, &Patch::Apply(&object))
@@ -66,9 +78,8 @@ impl Context {
                     child: id.clone(),
                     source,
                 })?;
-            let before = observed
-                .iter()
-                .find(|o| o.kind.gvk == child.kind && o.name() == child.name);
+            self.applied.record(&key, &object);
+            self.metrics.child_apply("applied");
             match before {
                 None => changes.push(Change::Created(id)),
                 Some(o) if changed(&o.object, &applied) => changes.push(Change::Updated(id)),
@@ -98,6 +109,8 @@ impl Context {
                 .namespace
                 .as_deref()
                 .unwrap_or_default();
+            self.applied
+                .forget(&format!("{}/{namespace}/{}", stale.kind.gvk, stale.name()));
             let params = DeleteParams {
                 preconditions: Some(Preconditions {
                     uid: stale.object.metadata.uid.clone(),

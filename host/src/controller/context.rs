@@ -12,6 +12,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::reflector::store::Writer;
 use kube::{Api, Client};
 
+use super::applied::AppliedChildren;
 use super::backoff::Backoff;
 use super::{MANAGER, RunArgs};
 use crate::guest::Module;
@@ -41,6 +42,7 @@ pub struct Context {
     pub finalizer: Option<String>,
     pub backoff: Backoff,
     pub metrics: Arc<Metrics>,
+    pub applied: AppliedChildren,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `children[i].store`.
@@ -80,6 +82,7 @@ impl Context {
             finalizer: args.finalizer.clone(),
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_secs(300)),
             metrics,
+            applied: AppliedChildren::default(),
             namespace: args.namespace.clone(),
             module: RwLock::new(module),
             writers: std::sync::Mutex::new(writers),

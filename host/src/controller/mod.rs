@@ -2,6 +2,7 @@
 //! for each parent, and applies its answer (`reconcile`), using the reflector caches (`observe`),
 //! server-side apply and pruning (`apply`), the status subresource (`status`) and per-object backoff.
 
+mod applied;
 mod apply;
 mod backoff;
 mod context;

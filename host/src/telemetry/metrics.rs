@@ -27,6 +27,11 @@ struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ModuleLabels {
     digest: String,
     result: &'static str,
@@ -49,6 +54,7 @@ pub struct Metrics {
     guest_failures: Family<ReasonLabels, Counter>,
     module_loads: Family<ModuleLabels, Counter>,
     active_module: Family<DigestLabels, Gauge>,
+    child_applies: Family<OutcomeLabels, Counter>,
 }
 
 fn seconds_histogram() -> Histogram {
@@ -68,6 +74,7 @@ impl Metrics {
         let guest_call_time = seconds_histogram();
         let guest_failures = Family::<ReasonLabels, Counter>::default();
         let module_loads = Family::<ModuleLabels, Counter>::default();
+        let child_applies = Family::<OutcomeLabels, Counter>::default();
         let active_module = Family::<DigestLabels, Gauge>::default();
         registry.register(
             "controller_runtime_reconcile",
@@ -109,6 +116,11 @@ impl Metrics {
             "The module serving reconciles (1 for its digest)",
             active_module.clone(),
         );
+        registry.register(
+            "reconcile_host_child_applies",
+            "Server-side applies of desired children: applied, or skipped as changing nothing",
+            child_applies.clone(),
+        );
         Metrics {
             registry,
             controller: ControllerLabels {
@@ -122,6 +134,7 @@ impl Metrics {
             guest_failures,
             module_loads,
             active_module,
+            child_applies,
         }
     }
 
@@ -152,6 +165,13 @@ impl Metrics {
                 .get_or_create(&ReasonLabels { reason })
                 .inc();
         }
+    }
+
+    /// Counts a desired child: `applied`, or `skipped` as an apply that would change nothing.
+    pub fn child_apply(&self, result: &'static str) {
+        self.child_applies
+            .get_or_create(&OutcomeLabels { result })
+            .inc();
     }
 
     /// Records a module version; an accepted one becomes the active module.

@@ -17,7 +17,7 @@ mod cluster;
 mod components;
 mod kubeconfig;
 mod ports;
-mod process;
+pub mod process;
 mod shared;
 
 pub use cluster::{ComponentMemory, TestCluster};

@@ -1,0 +1,118 @@
+//! Skipping server-side applies that would change nothing.
+//!
+//! An apply that changes nothing is still a write for the API server, and a parent is reconciled
+//! again on every change of itself and of its children (the cluster updating a Deployment's status,
+//! our own status patch): without this, half of the host's writes were no-ops (the convergence
+//! benchmark counted 4.25 writes per parent where 2 do the work). An apply is skipped only when this
+//! process applied exactly the same object last time *and* the observed child still holds every field
+//! of it: a drifted child, a guest that drops a field (which the apply would remove) and a restart
+//! all lead to a real apply.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// What this process last applied, per child, as a digest of the apply body.
+#[derive(Default)]
+pub struct AppliedChildren {
+    last: Mutex<HashMap<String, u64>>,
+}
+
+impl AppliedChildren {
+    /// Whether applying `body` to the child `key` (observed as `observed`) would change nothing.
+    pub fn unchanged(&self, key: &str, body: &Value, observed: Option<&Value>) -> bool {
+        let Some(observed) = observed else {
+            return false;
+        };
+        let last = self.last.lock().expect("applied-children lock poisoned");
+        last.get(key) == Some(&digest(body)) && holds(observed, body)
+    }
+
+    pub fn record(&self, key: &str, body: &Value) {
+        let mut last = self.last.lock().expect("applied-children lock poisoned");
+        last.insert(key.to_owned(), digest(body));
+    }
+
+    pub fn forget(&self, key: &str) {
+        let mut last = self.last.lock().expect("applied-children lock poisoned");
+        last.remove(key);
+    }
+}
+
+fn digest(body: &Value) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    body.to_string().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Whether `observed` has every field of `desired` with the same value (objects: every key, lists:
+/// same length, element by element). Fields the API server added (defaults, status) do not matter.
+fn holds(observed: &Value, desired: &Value) -> bool {
+    match (observed, desired) {
+        (Value::Object(observed), Value::Object(desired)) => desired
+            .iter()
+            .all(|(key, want)| observed.get(key).is_some_and(|have| holds(have, want))),
+        (Value::Array(observed), Value::Array(desired)) => {
+            observed.len() == desired.len()
+                && observed
+                    .iter()
+                    .zip(desired)
+                    .all(|(have, want)| holds(have, want))
+        }
+        (observed, desired) => observed == desired,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn desired() -> Value {
+        json!({"metadata": {"name": "d", "labels": {"app": "a"}},
+               "spec": {"replicas": 3, "containers": [{"name": "main", "ports": [{"containerPort": 80}]}]}})
+    }
+
+    fn observed() -> Value {
+        // What the API server returns: the same, plus defaults and status.
+        json!({"metadata": {"name": "d", "labels": {"app": "a"}, "resourceVersion": "7"},
+               "spec": {"replicas": 3, "containers": [{"name": "main", "imagePullPolicy": "Always",
+                        "ports": [{"containerPort": 80, "protocol": "TCP"}]}]},
+               "status": {"readyReplicas": 3}})
+    }
+
+    #[test]
+    fn skips_only_the_same_body_on_a_child_that_still_holds_it() {
+        let applied = AppliedChildren::default();
+        assert!(
+            !applied.unchanged("k", &desired(), Some(&observed())),
+            "never applied here"
+        );
+        applied.record("k", &desired());
+        assert!(applied.unchanged("k", &desired(), Some(&observed())));
+        assert!(
+            !applied.unchanged("k", &desired(), None),
+            "the child is gone"
+        );
+
+        let mut drifted = observed();
+        drifted["spec"]["replicas"] = json!(1);
+        assert!(!applied.unchanged("k", &desired(), Some(&drifted)), "drift");
+        let mut extra = observed();
+        extra["spec"]["containers"] = json!([{"name": "main"}, {"name": "sidecar"}]);
+        assert!(
+            !applied.unchanged("k", &desired(), Some(&extra)),
+            "a list grew"
+        );
+
+        // The guest drops a label: the body differs, so the apply runs and removes it.
+        let mut fewer = desired();
+        fewer["metadata"]["labels"] = json!({});
+        assert!(!applied.unchanged("k", &fewer, Some(&observed())));
+
+        applied.forget("k");
+        assert!(!applied.unchanged("k", &desired(), Some(&observed())));
+    }
+}
