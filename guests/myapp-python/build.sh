@@ -12,14 +12,7 @@ venv="${RECONCILE_HOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reconcile-host}/py
 mkdir -p "$(dirname "$venv")" "$(dirname "$out")"
 exec 9>"$venv.lock" && flock 9 # one install or build at a time
 
-tools_key="$(sha256sum <"$here/requirements.txt" | cut -c1-16)"
-if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$tools_key" ]; then
-  echo "myapp-python: installing componentize-py into $venv" >&2
-  rm -rf "$venv"
-  "${PYTHON:-python3}" -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt" >&2
-  echo "$tools_key" >"$venv/.installed"
-fi
+"$here/../../scripts/ensure-venv.sh" myapp-python "$venv" "$here/requirements.txt"
 
 key="$(cat "$here/app.py" "$here/build.sh" "$wit"/*.wit "$venv/.installed" | sha256sum | cut -c1-16)"
 if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then

@@ -13,6 +13,8 @@
 //! alongside, as they would in a real cluster, for every contender alike.
 //! Everything is printed and written to `target/bench/controllers.txt`.
 
+#[path = "convergence/answer.rs"]
+mod answer;
 #[path = "convergence/floor.rs"]
 mod floor;
 #[path = "../tests/common/guests.rs"]

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Mutex;
 
+use serde::Serialize;
 use serde_json::Value;
 
 /// What this process last applied, per child, as a digest of the apply body.
@@ -21,18 +22,25 @@ pub struct AppliedChildren {
 }
 
 impl AppliedChildren {
-    /// Whether applying `body` to the child `key` (observed as `observed`) would change nothing.
-    pub fn unchanged(&self, key: &str, body: &Value, observed: Option<&Value>) -> bool {
+    /// Whether applying `body` to the child `key` (observed as `observed`) would change nothing. The
+    /// observed child is only turned into JSON when the body is the one applied last.
+    pub fn unchanged(&self, key: &str, body: &Value, observed: Option<&impl Serialize>) -> bool {
         let Some(observed) = observed else {
             return false;
         };
+        let digest = digest(body);
         let last = self.last.lock().expect("applied-children lock poisoned");
-        last.get(key) == Some(&digest(body)) && holds(observed, body)
+        if last.get(key) != Some(&digest) {
+            return false;
+        }
+        drop(last);
+        serde_json::to_value(observed).is_ok_and(|observed| holds(&observed, body))
     }
 
     pub fn record(&self, key: &str, body: &Value) {
+        let digest = digest(body);
         let mut last = self.last.lock().expect("applied-children lock poisoned");
-        last.insert(key.to_owned(), digest(body));
+        last.insert(key.to_owned(), digest);
     }
 
     pub fn forget(&self, key: &str) {
@@ -93,7 +101,7 @@ mod tests {
         applied.record("k", &desired());
         assert!(applied.unchanged("k", &desired(), Some(&observed())));
         assert!(
-            !applied.unchanged("k", &desired(), None),
+            !applied.unchanged("k", &desired(), None::<&Value>),
             "the child is gone"
         );
 

@@ -62,10 +62,9 @@ impl Context {
             let before = observed
                 .iter()
                 .find(|o| o.kind.gvk == child.kind && o.name() == child.name);
-            let observed_value = before.and_then(|o| serde_json::to_value(&*o.object).ok());
             if self
                 .applied
-                .unchanged(&key, &object, observed_value.as_ref())
+                .unchanged(&key, &object, before.map(|o| &*o.object))
             {
                 self.metrics.child_apply("skipped");
                 continue;
