@@ -191,7 +191,7 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("reconcile_host_active_module{digest=\"sha256:"),
+        metrics.contains("reconcile_host_active_module{controller=\"myapp\",digest=\"sha256:"),
         "{metrics}"
     );
 }

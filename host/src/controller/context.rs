@@ -1,5 +1,5 @@
 //! What every reconcile shares: the client, the resolved kinds and their caches, the active module,
-//! the safety rules, the event recorder and the backoff state.
+//! the safety rules, the event recorder, the backoff state and the reconciler's health.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -14,7 +14,8 @@ use kube::{Api, Client};
 
 use super::applied::AppliedChildren;
 use super::backoff::Backoff;
-use super::{MANAGER, RunArgs};
+use super::health::ReconcilerHealth;
+use super::{MANAGER, Settings};
 use crate::guest::Module;
 use crate::kind::Gvk;
 use crate::telemetry::Metrics;
@@ -33,34 +34,52 @@ pub struct ChildKind {
     pub store: Store<DynamicObject>,
 }
 
+/// Why a reconciler's kinds cannot be used; `serve` reports each with its own reason.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    #[error("kind {gvk} is not served by the API server: {reason}")]
+    NotServed { gvk: Gvk, reason: String },
+    #[error("kind {0} is cluster-scoped; reconcile-host manages namespaced parents and children")]
+    ClusterScoped(Gvk),
+}
+
 pub struct Context {
+    /// Every read, watch and write of this reconciler (in `serve`, impersonating its ServiceAccount).
     pub client: Client,
     pub parent: ResolvedKind,
+    /// The cache of every parent this reconciler watches.
+    pub parents: Store<DynamicObject>,
     pub children: Vec<ChildKind>,
     pub rules: Rules,
     pub recorder: Recorder,
     pub finalizer: Option<String>,
     pub backoff: Backoff,
-    pub metrics: Arc<Metrics>,
+    pub metrics: Metrics,
     pub applied: AppliedChildren,
+    pub health: ReconcilerHealth,
+    pub concurrency: u16,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
-    /// The cache writers, handed once to the watchers that fill `children[i].store`.
+    /// The cache writers, handed once to the watchers that fill `parents` and `children[i].store`.
+    parent_writer: std::sync::Mutex<Option<Writer<DynamicObject>>>,
     writers: std::sync::Mutex<Vec<Writer<DynamicObject>>>,
 }
 
 impl Context {
     /// Resolves the parent and child kinds (a typo in a flag fails here, with the kind named).
+    /// Events go through `event_client`: the host's own identity, which alone may publish them.
     pub async fn discover(
         client: Client,
-        args: &RunArgs,
+        event_client: Client,
+        settings: &Settings,
         module: Arc<Module>,
-        metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Context> {
-        let parent = resolve(&client, &args.parent).await?;
+        metrics: Metrics,
+    ) -> Result<Context, DiscoveryError> {
+        let parent = resolve(&client, &settings.parent).await?;
+        let parent_writer = Writer::new(parent.resource.clone());
         let mut children = Vec::new();
         let mut writers = Vec::new();
-        for gvk in &args.children {
+        for gvk in &settings.children {
             let kind = resolve(&client, gvk).await?;
             let writer = Writer::new(kind.resource.clone());
             children.push(ChildKind {
@@ -74,17 +93,21 @@ impl Context {
             instance: std::env::var("POD_NAME").ok(),
         };
         Ok(Context {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: Recorder::new(event_client, reporter),
             client,
             parent,
+            parents: parent_writer.as_reader(),
             children,
-            rules: Rules::new(Some(args.children.clone())),
-            finalizer: args.finalizer.clone(),
+            rules: Rules::new(Some(settings.children.clone())),
+            finalizer: settings.finalizer.clone(),
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_secs(300)),
             metrics,
             applied: AppliedChildren::default(),
-            namespace: args.namespace.clone(),
+            health: ReconcilerHealth::default(),
+            concurrency: settings.concurrency,
+            namespace: settings.namespace.clone(),
             module: RwLock::new(module),
+            parent_writer: std::sync::Mutex::new(Some(parent_writer)),
             writers: std::sync::Mutex::new(writers),
         })
     }
@@ -100,6 +123,14 @@ impl Context {
             &mut *self.module.write().expect("module lock poisoned"),
             module,
         )
+    }
+
+    /// The writer of the parent cache (once; later calls get nothing).
+    pub fn parent_writer(&self) -> Option<Writer<DynamicObject>> {
+        self.parent_writer
+            .lock()
+            .expect("writers lock poisoned")
+            .take()
     }
 
     /// Each child kind with the writer of its cache (once; later calls get nothing).
@@ -128,15 +159,17 @@ impl Context {
     }
 }
 
-async fn resolve(client: &Client, gvk: &Gvk) -> anyhow::Result<ResolvedKind> {
+async fn resolve(client: &Client, gvk: &Gvk) -> Result<ResolvedKind, DiscoveryError> {
     let key = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
-    let (resource, caps) = pinned_kind(client, &key)
-        .await
-        .map_err(|e| anyhow::anyhow!("resolving kind {gvk} with the API server: {e}"))?;
+    let (resource, caps) =
+        pinned_kind(client, &key)
+            .await
+            .map_err(|e| DiscoveryError::NotServed {
+                gvk: gvk.clone(),
+                reason: e.to_string(),
+            })?;
     if caps.scope != Scope::Namespaced {
-        anyhow::bail!(
-            "kind {gvk} is cluster-scoped; reconcile-host manages namespaced parents and children"
-        );
+        return Err(DiscoveryError::ClusterScoped(gvk.clone()));
     }
     Ok(ResolvedKind {
         gvk: gvk.clone(),

@@ -61,6 +61,11 @@ impl Leadership {
     }
 }
 
+/// The namespace of the host's Lease: the Pod's own (downward API `POD_NAMESPACE`), else `default`.
+pub fn namespace() -> String {
+    std::env::var("POD_NAMESPACE").unwrap_or_else(|_| "default".into())
+}
+
 /// This process's identity: the Pod name where the downward API gives one, else host and pid.
 pub fn identity() -> String {
     std::env::var("POD_NAME").unwrap_or_else(|_| {

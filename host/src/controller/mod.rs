@@ -6,31 +6,31 @@ mod applied;
 mod apply;
 mod backoff;
 mod context;
+mod driver;
 mod error;
 mod finalizer;
-mod leader;
+mod health;
+pub mod leader;
 mod observe;
 mod reconcile;
 mod status;
-mod swap;
+pub mod swap;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use futures::{StreamExt, TryStreamExt};
-use kube::core::DynamicObject;
-use kube::runtime::reflector::{self, store::Writer};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
-use kube::{Api, Client};
+use kube::Client;
 
 use crate::cli::RuntimeArgs;
 use crate::guest::Runtime;
 use crate::kind::Gvk;
 use crate::source::{ConfigMapRef, ModuleSource};
 use crate::telemetry::{Health, Metrics, serve};
-pub use context::Context;
+pub use context::{Context, DiscoveryError};
+pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
+pub use health::{HealthReport, ReconcilerHealth};
 
 /// The field manager of every apply, and the value of the managed-by label on children.
 pub const MANAGER: &str = "reconcile-host";
@@ -87,6 +87,29 @@ pub struct RunArgs {
     pub runtime: RuntimeArgs,
 }
 
+/// What defines one reconciler, whether from `run`'s flags or a `Reconciler` object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub parent: Gvk,
+    pub children: Vec<Gvk>,
+    /// Only parents (and so children) in this namespace; `None`: all namespaces.
+    pub namespace: Option<String>,
+    pub finalizer: Option<String>,
+    pub concurrency: u16,
+}
+
+impl RunArgs {
+    pub fn settings(&self) -> Settings {
+        Settings {
+            parent: self.parent.clone(),
+            children: self.children.clone(),
+            namespace: self.namespace.clone(),
+            finalizer: self.finalizer.clone(),
+            concurrency: self.concurrency,
+        }
+    }
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -95,7 +118,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: RunArgs) -> anyhow::Result<()> {
-    let metrics = Arc::new(Metrics::new(&args.parent.kind.to_lowercase()));
+    let metrics = Metrics::new(&args.parent.kind.to_lowercase());
     let health = Arc::new(Health::default());
     let addr = serve(args.metrics_addr, health.clone(), metrics.clone()).await?;
     tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
@@ -114,15 +137,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let mut updates = source.updates(Some(client.clone()));
     let module = swap::first_module(&runtime, &source, &mut updates).await?;
     tracing::info!(%source, digest = module.digest(), bytes = module.size(), "module loaded");
-    metrics.module_loaded(module.digest(), true, None);
+    metrics.module_loaded(module.digest(), true);
 
     if args.leader_election {
         let election = leader::Election {
             namespace: args
                 .leader_election_namespace
                 .clone()
-                .or_else(|| std::env::var("POD_NAMESPACE").ok())
-                .unwrap_or_else(|| "default".into()),
+                .unwrap_or_else(leader::namespace),
             lease: args
                 .leader_election_id
                 .clone()
@@ -133,7 +155,9 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         tokio::spawn(leader::exit_on_loss(leadership));
     }
 
-    let ctx = Arc::new(Context::discover(client.clone(), &args, module, metrics).await?);
+    let settings = args.settings();
+    let ctx =
+        Arc::new(Context::discover(client.clone(), client, &settings, module, metrics).await?);
     let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
     tokio::spawn(swap::follow(
         ctx.clone(),
@@ -142,60 +166,17 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         updates,
         reconcile_all,
     ));
-
-    let parent_api = ctx.parent_api_all();
-    let parent_writer = Writer::new(ctx.parent.resource.clone());
-    let parent_reader = parent_writer.as_reader();
-    // Readiness: every cache has listed once. The parent store's own `wait_until_ready` is awaited by
-    // the Controller, and kube-runtime wakes only one waiter of a store, so the parent's initial sync is
-    // read off its event stream instead; the child stores have no other waiter.
-    let (parent_synced, mut parent_synced_rx) = tokio::sync::watch::channel(false);
-    let child_stores: Vec<_> = ctx.children.iter().map(|c| c.store.clone()).collect();
-    tokio::spawn(async move {
-        for store in child_stores {
-            if store.wait_until_ready().await.is_err() {
-                return;
-            }
-        }
-        if parent_synced_rx.wait_for(|synced| *synced).await.is_ok() {
+    tracing::info!(parent = %settings.parent, children = ?settings.children.iter().map(Gvk::to_string).collect::<Vec<_>>(), "controller starting");
+    drive(
+        ctx,
+        reconcile_all_rx,
+        driver::shutdown_signal(),
+        move || {
             tracing::info!("caches synced; ready");
             health.set_ready();
-        }
-    });
-    let parents = reflector::reflector(
-        parent_writer,
-        watcher(parent_api, watcher::Config::default()),
+        },
     )
-    .inspect_ok(move |event| {
-        if matches!(event, watcher::Event::InitDone) {
-            parent_synced.send_replace(true);
-        }
-    })
-    .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
-    .applied_objects();
-    let mut controller =
-        Controller::for_stream_with(parents, parent_reader, ctx.parent.resource.clone())
-            .with_config(kube::runtime::controller::Config::default().concurrency(args.concurrency))
-            .reconcile_all_on(reconcile_all_rx);
-    for (child, writer) in ctx.child_writers() {
-        let api: Api<DynamicObject> = ctx.child_api_all(child);
-        let selector = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
-        let stream = reflector::reflector(writer, watcher(api, selector))
-            .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
-            .touched_objects();
-        controller = controller.owns_stream_with(stream, child.resource.clone());
-    }
-
-    tracing::info!(parent = %args.parent, children = ?args.children.iter().map(Gvk::to_string).collect::<Vec<_>>(), "controller starting");
-    controller
-        .shutdown_on_signal()
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "reconcile loop");
-            }
-        })
-        .await;
+    .await;
     tracing::info!("controller stopped");
     Ok(())
 }

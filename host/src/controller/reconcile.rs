@@ -37,6 +37,8 @@ pub async fn reconcile(
         Ok(_) => "requeue_after",
         Err(_) => "error",
     });
+    ctx.health
+        .parent_result(&key, result.as_ref().err().map(|e| e.reason()));
     match &result {
         Ok(_) => ctx.backoff.reset(&key),
         Err(e) => {

@@ -53,17 +53,20 @@ pub async fn follow(
             Err(e) => Err(e),
         };
         match loaded {
-            Ok(module) if module.digest() == ctx.module().digest() => {}
+            Ok(module) if module.digest() == ctx.module().digest() => {
+                ctx.health.module_result(None);
+            }
             Ok(module) => {
+                ctx.health.module_result(None);
                 let previous = ctx.swap_module(module.clone());
-                ctx.metrics
-                    .module_loaded(module.digest(), true, Some(previous.digest()));
+                ctx.metrics.module_loaded(module.digest(), true);
                 tracing::info!(%source, digest = module.digest(), previous = previous.digest(), bytes = module.size(), "module swapped");
                 let _ = reconcile_all.unbounded_send(());
             }
             Err(error) => {
+                ctx.health.module_result(Some(error.clone()));
                 if let Some(digest) = &digest {
-                    ctx.metrics.module_loaded(digest, false, None);
+                    ctx.metrics.module_loaded(digest, false);
                 }
                 tracing::error!(%source, %error, active = ctx.module().digest(), "new module refused; the active module keeps serving");
                 ctx.report_module_failure(&source, error).await;

@@ -25,7 +25,7 @@ pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<GuestState>,
     pub(crate) config: RuntimeConfig,
-    ticker_stop: Arc<AtomicBool>,
+    ticker: Arc<EpochTicker>,
 }
 
 impl Runtime {
@@ -54,13 +54,34 @@ impl Runtime {
         Reconciler::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        spawn_epoch_ticker(engine.clone(), ticker_stop.clone());
         Ok(Arc::new(Runtime {
+            ticker: EpochTicker::start(engine.clone()),
             engine,
             linker,
             config,
-            ticker_stop,
+        }))
+    }
+
+    /// The same engine, instance pool and clock with other per-call limits: how one host gives each
+    /// of its reconcilers its own deadline, memory cap and output cap without a second engine (each
+    /// costs a pool reservation and a ticker thread). The memory cap cannot exceed the pool's slots.
+    pub fn with_limits(self: &Arc<Self>, config: RuntimeConfig) -> anyhow::Result<Arc<Runtime>> {
+        if config.memory_limit > self.config.memory_limit {
+            anyhow::bail!(
+                "a guest memory limit of {} MiB exceeds the host's {} MiB",
+                config.memory_limit >> 20,
+                self.config.memory_limit >> 20
+            );
+        }
+        Ok(Arc::new(Runtime {
+            engine: self.engine.clone(),
+            linker: self.linker.clone(),
+            config: RuntimeConfig {
+                max_instances: self.config.max_instances,
+                cache_dir: self.config.cache_dir.clone(),
+                ..config
+            },
+            ticker: self.ticker.clone(),
         }))
     }
 
@@ -80,22 +101,32 @@ impl Runtime {
     }
 }
 
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
+/// The thread that advances the engine's epoch; it stops when the last runtime sharing it is dropped.
+/// A plain thread, not a tokio task: the clock must tick even when every runtime worker is busy, and
+/// `render` and the benchmarks run without tokio.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+}
+
+impl EpochTicker {
+    fn start(engine: Engine) -> Arc<EpochTicker> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .expect("spawning the epoch ticker thread");
+        Arc::new(EpochTicker { stop })
     }
 }
 
-/// A plain thread, not a tokio task: the clock must tick even when every runtime worker is busy, and
-/// `render` and the benchmarks run without tokio.
-fn spawn_epoch_ticker(engine: Engine, stop: Arc<AtomicBool>) {
-    std::thread::Builder::new()
-        .name("wasm-epoch".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(EPOCH_TICK);
-                engine.increment_epoch();
-            }
-        })
-        .expect("spawning the epoch ticker thread");
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }

@@ -1,6 +1,10 @@
 //! Prometheus metrics: controller-runtime's names for the controller (so existing dashboards and alerts
-//! work), and `reconcile_host_*` for the guest runtime and the module.
+//! work), and `reconcile_host_*` for the guest runtime and the module. Every series carries
+//! controller-runtime's `controller` label, so one host running many reconcilers (`serve`) reports each
+//! on its own.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -23,124 +27,186 @@ struct ResultLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
+    controller: String,
     reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabels {
-    result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ModuleLabels {
+    controller: String,
     digest: String,
     result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DigestLabels {
+    controller: String,
     digest: String,
 }
 
-/// Every metric the host exports, registered once.
-pub struct Metrics {
+type SecondsFamily = Family<ControllerLabels, Histogram, fn() -> Histogram>;
+
+/// The metric families, registered once per process and shared by every controller's handle.
+struct Families {
     registry: Registry,
-    controller: ControllerLabels,
     reconcile_total: Family<ResultLabels, Counter>,
     reconcile_errors: Family<ControllerLabels, Counter>,
-    reconcile_time: Family<ControllerLabels, Histogram>,
+    reconcile_time: SecondsFamily,
     active_workers: Family<ControllerLabels, Gauge>,
-    guest_call_time: Histogram,
+    guest_call_time: SecondsFamily,
     guest_failures: Family<ReasonLabels, Counter>,
     module_loads: Family<ModuleLabels, Counter>,
     active_module: Family<DigestLabels, Gauge>,
-    child_applies: Family<OutcomeLabels, Counter>,
+    child_applies: Family<ResultLabels, Counter>,
+    /// Each controller's active digest, to take its series down when another replaces it.
+    active_digests: Mutex<HashMap<String, String>>,
+}
+
+/// One controller's view of the process's metrics: every figure it records carries its `controller`
+/// label. Cheap to clone; `for_controller` gives another controller a handle on the same registry.
+#[derive(Clone)]
+pub struct Metrics {
+    families: Arc<Families>,
+    controller: ControllerLabels,
 }
 
 fn seconds_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
 }
 
-impl Metrics {
-    /// `controller` labels the controller-runtime metrics: the parent kind, lowercased.
-    pub fn new(controller: &str) -> Metrics {
+impl Families {
+    fn new() -> Families {
+        let families = Families {
+            registry: Registry::default(),
+            reconcile_total: Family::default(),
+            reconcile_errors: Family::default(),
+            reconcile_time: Family::new_with_constructor(seconds_histogram),
+            active_workers: Family::default(),
+            guest_call_time: Family::new_with_constructor(seconds_histogram),
+            guest_failures: Family::default(),
+            module_loads: Family::default(),
+            active_module: Family::default(),
+            child_applies: Family::default(),
+            active_digests: Mutex::default(),
+        };
         let mut registry = Registry::default();
-        let reconcile_total = Family::<ResultLabels, Counter>::default();
-        let reconcile_errors = Family::<ControllerLabels, Counter>::default();
-        let reconcile_time = Family::<ControllerLabels, Histogram>::new_with_constructor(
-            seconds_histogram as fn() -> Histogram,
-        );
-        let active_workers = Family::<ControllerLabels, Gauge>::default();
-        let guest_call_time = seconds_histogram();
-        let guest_failures = Family::<ReasonLabels, Counter>::default();
-        let module_loads = Family::<ModuleLabels, Counter>::default();
-        let child_applies = Family::<OutcomeLabels, Counter>::default();
-        let active_module = Family::<DigestLabels, Gauge>::default();
+        let f = &families;
         registry.register(
             "controller_runtime_reconcile",
             "Reconciliations by result",
-            reconcile_total.clone(),
+            f.reconcile_total.clone(),
         );
         registry.register(
             "controller_runtime_reconcile_errors",
             "Reconciliations that failed",
-            reconcile_errors.clone(),
+            f.reconcile_errors.clone(),
         );
         registry.register(
             "controller_runtime_reconcile_time_seconds",
             "Time of one reconciliation",
-            reconcile_time.clone(),
+            f.reconcile_time.clone(),
         );
         registry.register(
             "controller_runtime_active_workers",
             "Reconciliations running now",
-            active_workers.clone(),
+            f.active_workers.clone(),
         );
         registry.register(
             "reconcile_host_guest_call_duration_seconds",
             "Time of one guest call",
-            guest_call_time.clone(),
+            f.guest_call_time.clone(),
         );
         registry.register(
             "reconcile_host_guest_failures",
             "Guest calls that gave no usable answer, by reason",
-            guest_failures.clone(),
+            f.guest_failures.clone(),
         );
         registry.register(
             "reconcile_host_module_loads",
             "Module versions loaded or refused, by digest",
-            module_loads.clone(),
+            f.module_loads.clone(),
         );
         registry.register(
             "reconcile_host_active_module",
             "The module serving reconciles (1 for its digest)",
-            active_module.clone(),
+            f.active_module.clone(),
         );
         registry.register(
             "reconcile_host_child_applies",
             "Server-side applies of desired children: applied, or skipped as changing nothing",
-            child_applies.clone(),
+            f.child_applies.clone(),
         );
-        Metrics {
+        Families {
             registry,
+            ..families
+        }
+    }
+}
+
+impl Metrics {
+    /// A registry of its own, with a handle for `controller` (the parent kind, lowercased, for `run`).
+    pub fn new(controller: &str) -> Metrics {
+        Metrics {
+            families: Arc::new(Families::new()),
             controller: ControllerLabels {
                 controller: controller.to_string(),
             },
-            reconcile_total,
-            reconcile_errors,
-            reconcile_time,
-            active_workers,
-            guest_call_time,
-            guest_failures,
-            module_loads,
-            active_module,
-            child_applies,
         }
+    }
+
+    /// A handle on the same registry for another controller.
+    pub fn for_controller(&self, controller: &str) -> Metrics {
+        Metrics {
+            families: self.families.clone(),
+            controller: ControllerLabels {
+                controller: controller.to_string(),
+            },
+        }
+    }
+
+    /// Drops this controller's gauges (a stopped controller runs nothing and serves no module); its
+    /// counters stay, as Prometheus expects of counters.
+    pub fn remove_controller(&self) {
+        let f = &self.families;
+        f.active_workers.remove(&self.controller);
+        self.set_active_digest(None);
+    }
+
+    /// Makes `digest` this controller's one active module series (none: no series).
+    fn set_active_digest(&self, digest: Option<&str>) {
+        let f = &self.families;
+        let controller = self.controller.controller.clone();
+        let mut active = f.active_digests.lock().expect("metrics lock poisoned");
+        let previous = match digest {
+            Some(digest) => active.insert(controller.clone(), digest.to_string()),
+            None => active.remove(&controller),
+        };
+        if let Some(previous) = previous.filter(|p| Some(p.as_str()) != digest) {
+            f.active_module.remove(&DigestLabels {
+                controller: controller.clone(),
+                digest: previous,
+            });
+        }
+        if let Some(digest) = digest {
+            f.active_module
+                .get_or_create(&DigestLabels {
+                    controller,
+                    digest: digest.to_string(),
+                })
+                .set(1);
+        }
+    }
+
+    fn labels<L>(&self, make: impl FnOnce(String) -> L) -> L {
+        make(self.controller.controller.clone())
     }
 
     /// Marks a reconcile as running until the guard drops, and records its time and result then.
     pub fn reconcile_started(&self) -> ReconcileTimer<'_> {
-        self.active_workers.get_or_create(&self.controller).inc();
+        self.families
+            .active_workers
+            .get_or_create(&self.controller)
+            .inc();
         ReconcileTimer {
             metrics: self,
             start: std::time::Instant::now(),
@@ -148,59 +214,54 @@ impl Metrics {
     }
 
     pub fn reconcile_finished(&self, result: &'static str) {
-        let labels = ResultLabels {
-            controller: self.controller.controller.clone(),
-            result,
-        };
-        self.reconcile_total.get_or_create(&labels).inc();
+        let labels = self.labels(|controller| ResultLabels { controller, result });
+        self.families.reconcile_total.get_or_create(&labels).inc();
         if result == "error" {
-            self.reconcile_errors.get_or_create(&self.controller).inc();
+            self.families
+                .reconcile_errors
+                .get_or_create(&self.controller)
+                .inc();
         }
     }
 
     pub fn guest_call(&self, took: Duration, failure: Option<&'static str>) {
-        self.guest_call_time.observe(took.as_secs_f64());
+        self.families
+            .guest_call_time
+            .get_or_create(&self.controller)
+            .observe(took.as_secs_f64());
         if let Some(reason) = failure {
-            self.guest_failures
-                .get_or_create(&ReasonLabels { reason })
-                .inc();
+            let labels = self.labels(|controller| ReasonLabels { controller, reason });
+            self.families.guest_failures.get_or_create(&labels).inc();
         }
     }
 
     /// Counts a desired child: `applied`, or `skipped` as an apply that would change nothing.
     pub fn child_apply(&self, result: &'static str) {
-        self.child_applies
-            .get_or_create(&OutcomeLabels { result })
-            .inc();
+        let labels = self.labels(|controller| ResultLabels { controller, result });
+        self.families.child_applies.get_or_create(&labels).inc();
     }
 
-    /// Records a module version; an accepted one becomes the active module.
-    pub fn module_loaded(&self, digest: &str, accepted: bool, previous: Option<&str>) {
+    /// Records a module version; an accepted one becomes this controller's only active module.
+    pub fn module_loaded(&self, digest: &str, accepted: bool) {
         let result = if accepted { "loaded" } else { "refused" };
-        self.module_loads
-            .get_or_create(&ModuleLabels {
-                digest: digest.to_string(),
+        let f = &self.families;
+        let digest = digest.to_string();
+        f.module_loads
+            .get_or_create(&self.labels(|controller| ModuleLabels {
+                controller,
+                digest: digest.clone(),
                 result,
-            })
+            }))
             .inc();
         if accepted {
-            if let Some(previous) = previous {
-                self.active_module.remove(&DigestLabels {
-                    digest: previous.to_string(),
-                });
-            }
-            self.active_module
-                .get_or_create(&DigestLabels {
-                    digest: digest.to_string(),
-                })
-                .set(1);
+            self.set_active_digest(Some(&digest));
         }
     }
 
-    /// The OpenMetrics text of every metric.
+    /// The OpenMetrics text of every metric of every controller.
     pub fn encode(&self) -> String {
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+        prometheus_client::encoding::text::encode(&mut text, &self.families.registry)
             .expect("writing to a String");
         text
     }
@@ -214,14 +275,14 @@ pub struct ReconcileTimer<'a> {
 
 impl Drop for ReconcileTimer<'_> {
     fn drop(&mut self) {
-        let metrics = self.metrics;
-        metrics
-            .active_workers
-            .get_or_create(&metrics.controller)
-            .dec();
-        metrics
+        let Metrics {
+            families,
+            controller,
+        } = self.metrics;
+        families.active_workers.get_or_create(controller).dec();
+        families
             .reconcile_time
-            .get_or_create(&metrics.controller)
+            .get_or_create(controller)
             .observe(self.start.elapsed().as_secs_f64());
     }
 }
@@ -237,24 +298,63 @@ mod tests {
         metrics.reconcile_finished("success");
         metrics.reconcile_finished("error");
         metrics.guest_call(Duration::from_micros(40), Some("GuestTrapped"));
-        metrics.module_loaded("sha256:aaa", true, None);
-        metrics.module_loaded("sha256:bbb", true, Some("sha256:aaa"));
-        metrics.module_loaded("sha256:ccc", false, None);
+        metrics.module_loaded("sha256:aaa", true);
+        metrics.module_loaded("sha256:bbb", true);
+        metrics.module_loaded("sha256:ccc", false);
         let text = metrics.encode();
         for expected in [
             r#"controller_runtime_reconcile_total{controller="myapp",result="success"} 1"#,
             r#"controller_runtime_reconcile_errors_total{controller="myapp"} 1"#,
             r#"controller_runtime_active_workers{controller="myapp"} 0"#,
             r#"controller_runtime_reconcile_time_seconds_count{controller="myapp"} 1"#,
-            r#"reconcile_host_guest_failures_total{reason="GuestTrapped"} 1"#,
-            r#"reconcile_host_module_loads_total{digest="sha256:ccc",result="refused"} 1"#,
-            r#"reconcile_host_active_module{digest="sha256:bbb"} 1"#,
+            r#"reconcile_host_guest_failures_total{controller="myapp",reason="GuestTrapped"} 1"#,
+            r#"reconcile_host_module_loads_total{controller="myapp",digest="sha256:ccc",result="refused"} 1"#,
+            r#"reconcile_host_active_module{controller="myapp",digest="sha256:bbb"} 1"#,
         ] {
             assert!(text.contains(expected), "missing {expected} in:\n{text}");
         }
         assert!(
-            !text.contains(r#"reconcile_host_active_module{digest="sha256:aaa"}"#),
-            "the old module is still active"
+            !text.contains(r#"digest="sha256:aaa"} 1"#),
+            "the old module is still active:\n{text}"
+        );
+    }
+
+    #[test]
+    fn controllers_share_a_registry_and_keep_their_own_series() {
+        let team_a = Metrics::new("team-a/myapp");
+        let team_b = team_a.for_controller("team-b/website");
+        team_a.module_loaded("sha256:aaa", true);
+        team_b.module_loaded("sha256:bbb", true);
+        team_b.reconcile_finished("error");
+        let text = team_a.encode();
+        assert!(
+            text.contains(
+                r#"reconcile_host_active_module{controller="team-a/myapp",digest="sha256:aaa"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"controller_runtime_reconcile_errors_total{controller="team-b/website"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains(
+                r#"controller_runtime_reconcile_errors_total{controller="team-a/myapp"}"#
+            ),
+            "{text}"
+        );
+
+        team_b.remove_controller();
+        let text = team_a.encode();
+        assert!(
+            !text.contains(r#"reconcile_host_active_module{controller="team-b/website""#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"controller="team-a/myapp",digest="sha256:aaa"} 1"#),
+            "{text}"
         );
     }
 }

@@ -28,7 +28,7 @@ impl Health {
 pub async fn serve(
     addr: SocketAddr,
     health: Arc<Health>,
-    metrics: Arc<Metrics>,
+    metrics: Metrics,
 ) -> anyhow::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
@@ -47,7 +47,7 @@ pub async fn serve(
         .with_state(health)
         .route(
             "/metrics",
-            get(|State(metrics): State<Arc<Metrics>>| async move {
+            get(|State(metrics): State<Metrics>| async move {
                 (
                     [(
                         "content-type",

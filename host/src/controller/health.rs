@@ -1,0 +1,98 @@
+//! What one reconciler's owner needs to know about it, gathered while it runs: which parents fail,
+//! whether its watches work, and whether its latest module was refused. `serve` reports it on the
+//! `Reconciler` object; `run` has no such object and only records it.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Shared by the reconciles, the watches and the hot swap of one controller.
+#[derive(Debug, Default)]
+pub struct ReconcilerHealth {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Parent key (`namespace/name`) → the reason its last reconcile failed.
+    failing: BTreeMap<String, String>,
+    /// The last watch error, cleared by the next watch event that succeeds.
+    watch_error: Option<String>,
+    /// Why the latest module version was refused, cleared when one is accepted.
+    module_refused: Option<String>,
+}
+
+/// A copy of the health at one moment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HealthReport {
+    pub failing: BTreeMap<String, String>,
+    pub watch_error: Option<String>,
+    pub module_refused: Option<String>,
+}
+
+impl ReconcilerHealth {
+    pub fn parent_result(&self, key: &str, failure: Option<&str>) {
+        let mut state = self.lock();
+        match failure {
+            Some(reason) => {
+                state.failing.insert(key.to_string(), reason.to_string());
+            }
+            None => {
+                state.failing.remove(key);
+            }
+        }
+    }
+
+    pub fn watch_result(&self, error: Option<String>) {
+        let mut state = self.lock();
+        if error.is_some() || state.watch_error.is_some() {
+            state.watch_error = error;
+        }
+    }
+
+    pub fn module_result(&self, refused: Option<String>) {
+        self.lock().module_refused = refused;
+    }
+
+    pub fn report(&self) -> HealthReport {
+        let state = self.lock();
+        HealthReport {
+            failing: state.failing.clone(),
+            watch_error: state.watch_error.clone(),
+            module_refused: state.module_refused.clone(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("health lock poisoned")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parent_that_succeeds_again_no_longer_fails() {
+        let health = ReconcilerHealth::default();
+        health.parent_result("a/one", Some("ApplyFailed"));
+        health.parent_result("a/two", Some("GuestTrapped"));
+        health.parent_result("a/one", None);
+        let report = health.report();
+        assert_eq!(report.failing.len(), 1);
+        assert_eq!(report.failing["a/two"], "GuestTrapped");
+    }
+
+    #[test]
+    fn watch_and_module_errors_clear_when_resolved() {
+        let health = ReconcilerHealth::default();
+        health.watch_result(Some("403 forbidden".into()));
+        health.module_result(Some("not a component".into()));
+        assert_eq!(
+            health.report().watch_error.as_deref(),
+            Some("403 forbidden")
+        );
+        health.watch_result(None);
+        health.module_result(None);
+        assert_eq!(health.report(), HealthReport::default());
+    }
+}
