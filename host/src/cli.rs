@@ -40,6 +40,9 @@ pub enum Command {
     Render(RenderArgs),
     /// Run the controller against a cluster (in-cluster config or KUBECONFIG).
     Run(Box<crate::controller::RunArgs>),
+    /// Run every reconciler declared by `Reconciler` and `ClusterReconciler` objects, started, changed
+    /// and stopped live as those objects change (platform mode).
+    Serve(Box<crate::platform::ServeArgs>),
     /// Check a reconciler against a directory of fixture cases (input + expected answer each), with no
     /// cluster; exits non-zero if any case fails.
     Conformance(ConformanceArgs),

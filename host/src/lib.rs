@@ -2,13 +2,15 @@
 //!
 //! The modules follow the data flow: `guest` runs the logic, `validate` holds its output to the safety
 //! rules, `render` and `conformance` run both without a cluster, `source` follows new versions of the
-//! module, and `controller` applies the result to a cluster.
+//! module, `controller` applies the result to a cluster, and `platform` runs many
+//! controllers declared as objects.
 
 pub mod cli;
 pub mod conformance;
 pub mod controller;
 pub mod guest;
 pub mod kind;
+pub mod platform;
 pub mod render;
 pub mod source;
 pub mod telemetry;

@@ -1,8 +1,9 @@
-//! reconcile-host: parse the command line and hand over to `render`, `conformance` or the controller.
+//! reconcile-host: parse the command line and hand over to `render`, `conformance`, the controller
+//! (`run`) or the platform (`serve`).
 
 use clap::Parser;
 use reconcile_host::cli::{Cli, Command};
-use reconcile_host::{conformance, controller, render, telemetry};
+use reconcile_host::{conformance, controller, platform, render, telemetry};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -18,6 +19,10 @@ fn main() -> std::process::ExitCode {
         Command::Run(args) => {
             telemetry::init_logging(cli.log_format, "info,kube=warn");
             controller::run(*args)
+        }
+        Command::Serve(args) => {
+            telemetry::init_logging(cli.log_format, "info,kube=warn");
+            platform::serve(*args)
         }
     };
     match result {

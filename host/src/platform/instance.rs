@@ -1,0 +1,325 @@
+//! One running reconciler: from its `Definition` to a controller acting as its ServiceAccount, through
+//! the phases that can each stop it (module not there or refused, kind not served), with its status
+//! written as it goes. Started and stopped by the manager; nothing here reaches another reconciler.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use kube::core::DynamicObject;
+use kube::runtime::events::Recorder;
+use kube::{Client, ResourceExt};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::spec::{Definition, Key};
+use super::status::{Report, StatusWriter};
+use crate::controller::{Context, DiscoveryError, drive, swap};
+use crate::guest::{Module, Runtime, RuntimeConfig};
+use crate::source::{ModuleSource, Update};
+use crate::telemetry::Metrics;
+
+/// How long a stopping controller may finish its running reconciles before it is cut off.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How often a running reconciler's status is refreshed (written only when it changes).
+const STATUS_PERIOD: Duration = Duration::from_secs(1);
+/// How long before a kind that is not served is looked up again (its CRD may be installed later).
+const DISCOVERY_RETRY: Duration = Duration::from_secs(5);
+
+/// What every reconciler of one host shares.
+pub struct Shared {
+    /// The host's own identity: status of reconciler objects and Events only.
+    pub client: Client,
+    /// The host's connection settings, from which each reconciler's impersonating client is made.
+    pub config: kube::Config,
+    pub runtime: Arc<Runtime>,
+    pub defaults: RuntimeConfig,
+    pub metrics: Metrics,
+    pub recorder: Recorder,
+}
+
+impl Shared {
+    /// A client that makes every call as `user`: the API server's RBAC then bounds the reconciler
+    /// exactly as it would its ServiceAccount. Only the user is impersonated: the API server adds a
+    /// ServiceAccount's groups itself, and the host needs no right to impersonate groups.
+    fn impersonating(&self, user: &str) -> kube::Result<Client> {
+        let mut config = self.config.clone();
+        config.auth_info.impersonate = Some(user.to_string());
+        config.auth_info.impersonate_groups = None;
+        Client::try_from(config)
+    }
+}
+
+/// A started reconciler: its definition (a changed one means a restart) and its task.
+pub struct Instance {
+    pub definition: Definition,
+    object: watch::Sender<Arc<DynamicObject>>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Instance {
+    pub fn start(shared: Arc<Shared>, definition: Definition, object: DynamicObject) -> Instance {
+        let (object, object_rx) = watch::channel(Arc::new(object));
+        let (stop, stop_rx) = watch::channel(false);
+        let key = Key::of(&object_rx.borrow());
+        let run = Run {
+            metrics: shared.metrics.for_controller(&key.to_string()),
+            status: StatusWriter::new(shared.client.clone(), shared.recorder.clone(), key.clone()),
+            shared,
+            key,
+            definition: definition.clone(),
+            object: object_rx,
+            stop: stop_rx,
+            driving: Arc::default(),
+        };
+        Instance {
+            definition,
+            object,
+            stop,
+            task: tokio::spawn(run.run()),
+        }
+    }
+
+    /// The object changed without a change of definition (labels, a status write): status uses it.
+    pub fn observe(&self, object: DynamicObject) {
+        self.object.send_replace(Arc::new(object));
+    }
+
+    /// Stops the controller: running reconciles finish (up to a grace period), no new one starts.
+    pub async fn stop(self) {
+        self.stop.send_replace(true);
+        let abort = self.task.abort_handle();
+        if tokio::time::timeout(STOP_GRACE, self.task).await.is_err() {
+            abort.abort();
+        }
+    }
+}
+
+struct Run {
+    shared: Arc<Shared>,
+    key: Key,
+    definition: Definition,
+    metrics: Metrics,
+    status: StatusWriter,
+    object: watch::Receiver<Arc<DynamicObject>>,
+    stop: watch::Receiver<bool>,
+    driving: Arc<AtomicBool>,
+}
+
+impl Run {
+    async fn run(mut self) {
+        tracing::info!(reconciler = %self.key, parent = %self.definition.settings.parent, user = %self.definition.user, "reconciler starting");
+        // Before its controller runs, a stop cuts a phase short; once it runs, the controller itself
+        // shuts down gracefully on the stop signal and `phases` returns.
+        let mut stop = self.stop.clone();
+        let driving = self.driving.clone();
+        let cut_short = async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+            if driving.load(Ordering::Relaxed) {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            _ = cut_short => {}
+            _ = self.phases() => {}
+        }
+        self.metrics.remove_controller();
+        tracing::info!(reconciler = %self.key, "reconciler stopped");
+    }
+
+    async fn report(&mut self, report: Report) {
+        let object = self.object.borrow().clone();
+        self.status.write(&object, report).await;
+    }
+
+    /// Runs until stopped; each phase that cannot go on reports why and waits for what would fix it.
+    async fn phases(&mut self) {
+        let config = self.definition.runtime_config(&self.shared.defaults);
+        let runtime = match self.shared.runtime.with_limits(config) {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                return self
+                    .report(Report::not_ready(
+                        "InvalidSpec",
+                        format!("spec.limits: {e}"),
+                    ))
+                    .await;
+            }
+        };
+        let client = match self.shared.impersonating(&self.definition.user) {
+            Ok(client) => client,
+            Err(e) => {
+                return self
+                    .report(Report::not_ready("InvalidSpec", e.to_string()))
+                    .await;
+            }
+        };
+        let source = ModuleSource::ConfigMap(self.definition.module.clone());
+        let mut updates = source.updates(Some(client.clone()));
+        let Some(module) = self.first_module(&runtime, &source, &mut updates).await else {
+            return;
+        };
+        self.metrics.module_loaded(module.digest(), true);
+        let ctx = loop {
+            let discovered = Context::discover(
+                client.clone(),
+                self.shared.client.clone(),
+                &self.definition.settings,
+                module.clone(),
+                self.metrics.clone(),
+            )
+            .await;
+            match discovered {
+                Ok(ctx) => break Arc::new(ctx),
+                Err(e @ DiscoveryError::ClusterScoped(_)) => {
+                    return self
+                        .report(Report::not_ready("InvalidSpec", e.to_string()))
+                        .await;
+                }
+                Err(e @ DiscoveryError::NotServed { .. }) => {
+                    self.report(Report::not_ready("KindNotServed", e.to_string()))
+                        .await;
+                    tokio::time::sleep(DISCOVERY_RETRY).await;
+                }
+            }
+        };
+        self.report(Report::not_ready(
+            "Starting",
+            "waiting for the caches to list",
+        ))
+        .await;
+
+        let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
+        let follow = tokio::spawn(swap::follow(
+            ctx.clone(),
+            runtime,
+            source,
+            updates,
+            reconcile_all,
+        ));
+        self.driving.store(true, Ordering::Relaxed);
+        let synced = Arc::new(AtomicBool::new(false));
+        let on_synced = synced.clone();
+        let mut stop = self.stop.clone();
+        let shutdown = async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        };
+        let controller = drive(ctx.clone(), reconcile_all_rx, shutdown, move || {
+            on_synced.store(true, Ordering::Relaxed)
+        });
+        tokio::pin!(controller);
+        let mut tick = tokio::time::interval(STATUS_PERIOD);
+        loop {
+            tokio::select! {
+                _ = &mut controller => break,
+                _ = tick.tick() => {
+                    let report = running_report(&ctx, synced.load(Ordering::Relaxed));
+                    self.report(report).await;
+                }
+            }
+        }
+        follow.abort();
+    }
+
+    /// Waits for the first module version that loads, reporting each that does not.
+    async fn first_module(
+        &mut self,
+        runtime: &Arc<Runtime>,
+        source: &ModuleSource,
+        updates: &mut BoxStream<'static, Update>,
+    ) -> Option<Arc<Module>> {
+        self.report(Report::not_ready(
+            "ModuleUnavailable",
+            format!("waiting for the module in {source}"),
+        ))
+        .await;
+        while let Some(update) = updates.next().await {
+            let loaded = match update {
+                Err(e) => Err(("ModuleUnavailable", e)),
+                Ok(bytes) => {
+                    let runtime = runtime.clone();
+                    match tokio::task::spawn_blocking(move || Module::load(&runtime, &bytes)).await
+                    {
+                        Ok(Ok(module)) => Ok(module),
+                        Ok(Err(e)) => Err(("ModuleRefused", e.to_string())),
+                        Err(e) => {
+                            Err(("ModuleRefused", format!("loading the module panicked: {e}")))
+                        }
+                    }
+                }
+            };
+            match loaded {
+                Ok(module) => return Some(module),
+                Err((reason, message)) => {
+                    tracing::warn!(reconciler = %self.key, reason, %message, "no usable module yet");
+                    self.report(Report::not_ready(reason, message)).await;
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The status of a reconciler whose controller runs.
+fn running_report(ctx: &Context, synced: bool) -> Report {
+    let health = ctx.health.report();
+    let parents: Vec<String> = ctx
+        .parents
+        .state()
+        .iter()
+        .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
+        .collect();
+    let failing: Vec<(&String, &String)> = health
+        .failing
+        .iter()
+        .filter(|(key, _)| parents.contains(key))
+        .collect();
+    let module = ctx.module();
+    let (ready, reason, message) = match (&health.watch_error, synced) {
+        (Some(error), _) => (false, "WatchFailed", error.clone()),
+        (None, false) => (
+            false,
+            "Starting",
+            "waiting for the caches to list".to_string(),
+        ),
+        (None, true) => (
+            true,
+            "Running",
+            format!(
+                "{} parents, module {}",
+                parents.len(),
+                module.short_digest()
+            ),
+        ),
+    };
+    let degraded = match (&health.module_refused, failing.first()) {
+        (Some(refused), _) => Some((
+            "ModuleRefused",
+            format!(
+                "the new module was refused, {} keeps serving: {refused}",
+                module.short_digest()
+            ),
+        )),
+        (None, Some((first, reason))) => Some((
+            "ParentsFailing",
+            format!(
+                "{} of {} parents fail, e.g. {first}: {reason}",
+                failing.len(),
+                parents.len()
+            ),
+        )),
+        (None, None) => None,
+    };
+    Report {
+        ready,
+        reason,
+        message,
+        degraded,
+        module_digest: Some(module.digest().to_string()),
+        parents: parents.len(),
+        failing_parents: failing.len(),
+    }
+}

@@ -1,0 +1,284 @@
+//! The `Reconciler` and `ClusterReconciler` objects as the host reads them: their spec, checked and
+//! turned into a `Definition` (the settings of one controller, its module source, the identity it acts
+//! as, and its guest limits). Invalid objects are not started; their status says why.
+
+use std::time::Duration;
+
+use kube::api::ApiResource;
+use kube::core::{DynamicObject, GroupVersionKind};
+use serde::Deserialize;
+
+use crate::controller::Settings;
+use crate::guest::RuntimeConfig;
+use crate::kind::Gvk;
+use crate::source::ConfigMapRef;
+
+/// The API group of the platform's own kinds.
+pub const GROUP: &str = "reconcile-host.dev";
+pub const VERSION: &str = "v1alpha1";
+/// Parents reconciled at once when the spec does not say.
+const DEFAULT_CONCURRENCY: u16 = 4;
+
+/// Which of the two kinds an object is: the namespaced one for teams, the cluster-scoped one for admins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    Namespaced,
+    Cluster,
+}
+
+impl Scope {
+    pub fn kind(self) -> &'static str {
+        match self {
+            Scope::Namespaced => "Reconciler",
+            Scope::Cluster => "ClusterReconciler",
+        }
+    }
+
+    pub fn resource(self) -> ApiResource {
+        let plural = match self {
+            Scope::Namespaced => "reconcilers",
+            Scope::Cluster => "clusterreconcilers",
+        };
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(GROUP, VERSION, self.kind()),
+            plural,
+        )
+    }
+}
+
+/// Names one reconciler object; its `Display` (`namespace/name`, or `name` for a ClusterReconciler) is
+/// the `controller` label of its metrics and the prefix of its logs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl Key {
+    pub fn of(object: &DynamicObject) -> Key {
+        Key {
+            namespace: object.metadata.namespace.clone(),
+            name: object.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+
+    pub fn scope(&self) -> Scope {
+        match self.namespace {
+            Some(_) => Scope::Namespaced,
+            None => Scope::Cluster,
+        }
+    }
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{namespace}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// `spec` of both kinds; the fields that name a namespace exist only on `ClusterReconciler`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Spec {
+    pub parent: KindRef,
+    #[serde(default)]
+    pub children: Vec<KindRef>,
+    pub module: ModuleRef,
+    #[serde(default)]
+    pub service_account_name: Option<String>,
+    /// ClusterReconciler only: the ServiceAccount with its namespace.
+    #[serde(default)]
+    pub service_account: Option<NamespacedName>,
+    #[serde(default)]
+    pub finalizer: Option<String>,
+    #[serde(default)]
+    pub concurrency: Option<u16>,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub reuse_instance_calls: Option<u32>,
+    #[serde(default)]
+    pub paused: bool,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KindRef {
+    pub api_version: String,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ModuleRef {
+    pub config_map: ConfigMapSpec,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct ConfigMapSpec {
+    pub name: String,
+    /// ClusterReconciler only.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub key: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct NamespacedName {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// Per-call guest limits; unset ones take the host's defaults (and none may exceed the host's memory).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    #[serde(rename = "memoryMiB", default)]
+    pub memory_mib: Option<usize>,
+    #[serde(rename = "maxOutputKiB", default)]
+    pub max_output_kib: Option<usize>,
+}
+
+/// Everything needed to start one reconciler's controller.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Definition {
+    pub settings: Settings,
+    pub module: ConfigMapRef,
+    /// `system:serviceaccount:<namespace>:<name>`: every API call of the reconciler is made as it.
+    pub user: String,
+    pub spec: Spec,
+}
+
+/// Why a reconciler object cannot be started; reported as reason `InvalidSpec`.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SpecError {
+    #[error("spec: {0}")]
+    Malformed(String),
+    #[error(
+        "spec.{field}: `{value}` is not a kind (apiVersion `group/version` or `v1`, kind `Kind`)"
+    )]
+    Kind { field: &'static str, value: String },
+    #[error("spec.{0} must not name a namespace in a namespaced Reconciler: it uses its own")]
+    ForeignNamespace(&'static str),
+    #[error("spec.{0} is required")]
+    Missing(&'static str),
+    #[error("spec.children must name at least one kind")]
+    NoChildren,
+}
+
+impl Definition {
+    /// Reads and checks `object`'s spec. A namespaced `Reconciler` takes its parents, module and
+    /// ServiceAccount from its own namespace and may name no other.
+    pub fn read(object: &DynamicObject) -> Result<Definition, SpecError> {
+        let key = Key::of(object);
+        let spec: Spec =
+            serde_json::from_value(object.data.get("spec").cloned().unwrap_or_default())
+                .map_err(|e| SpecError::Malformed(e.to_string()))?;
+        let parent = gvk(&spec.parent, "parent")?;
+        let children = spec
+            .children
+            .iter()
+            .map(|child| gvk(child, "children"))
+            .collect::<Result<Vec<_>, _>>()?;
+        if children.is_empty() {
+            return Err(SpecError::NoChildren);
+        }
+        let cm = &spec.module.config_map;
+        let (namespace, module_namespace, service_account) = match &key.namespace {
+            Some(own) => {
+                if cm.namespace.as_ref().is_some_and(|ns| ns != own) {
+                    return Err(SpecError::ForeignNamespace("module.configMap.namespace"));
+                }
+                if spec
+                    .service_account
+                    .as_ref()
+                    .is_some_and(|sa| &sa.namespace != own)
+                {
+                    return Err(SpecError::ForeignNamespace("serviceAccount.namespace"));
+                }
+                let name = spec
+                    .service_account_name
+                    .clone()
+                    .or_else(|| spec.service_account.as_ref().map(|sa| sa.name.clone()))
+                    .ok_or(SpecError::Missing("serviceAccountName"))?;
+                (
+                    Some(own.clone()),
+                    own.clone(),
+                    NamespacedName {
+                        namespace: own.clone(),
+                        name,
+                    },
+                )
+            }
+            None => (
+                None,
+                cm.namespace
+                    .clone()
+                    .ok_or(SpecError::Missing("module.configMap.namespace"))?,
+                spec.service_account
+                    .clone()
+                    .ok_or(SpecError::Missing("serviceAccount (namespace and name)"))?,
+            ),
+        };
+        if cm.name.is_empty() {
+            return Err(SpecError::Missing("module.configMap.name"));
+        }
+        Ok(Definition {
+            settings: Settings {
+                parent,
+                children,
+                namespace,
+                finalizer: spec.finalizer.clone(),
+                concurrency: spec.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
+            },
+            module: ConfigMapRef {
+                namespace: module_namespace,
+                name: cm.name.clone(),
+                key: cm.key.clone(),
+            },
+            user: format!(
+                "system:serviceaccount:{}:{}",
+                service_account.namespace, service_account.name
+            ),
+            spec,
+        })
+    }
+
+    /// The host's defaults with this reconciler's limits on top.
+    pub fn runtime_config(&self, defaults: &RuntimeConfig) -> RuntimeConfig {
+        let limits = &self.spec.limits;
+        let mut config = defaults.clone();
+        if let Some(ms) = limits.deadline_ms {
+            config = config.deadline(Duration::from_millis(ms));
+        }
+        if let Some(mib) = limits.memory_mib {
+            config = config.memory_limit(mib << 20);
+        }
+        if let Some(kib) = limits.max_output_kib {
+            config = config.max_output_bytes(kib << 10);
+        }
+        if let Some(calls) = self.spec.reuse_instance_calls {
+            config = config.reuse_instance_calls(calls);
+        }
+        config
+    }
+}
+
+fn gvk(kind: &KindRef, field: &'static str) -> Result<Gvk, SpecError> {
+    format!("{}/{}", kind.api_version, kind.kind)
+        .parse()
+        .map_err(|_| SpecError::Kind {
+            field,
+            value: format!("{}/{}", kind.api_version, kind.kind),
+        })
+}
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

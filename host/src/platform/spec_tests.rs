@@ -1,0 +1,127 @@
+use serde_json::json;
+
+use super::*;
+
+fn object(namespace: Option<&str>, spec: serde_json::Value) -> DynamicObject {
+    let scope = if namespace.is_some() {
+        Scope::Namespaced
+    } else {
+        Scope::Cluster
+    };
+    let mut object = DynamicObject::new("myapp", &scope.resource()).data(json!({ "spec": spec }));
+    object.metadata.namespace = namespace.map(String::from);
+    object
+}
+
+fn myapp_spec() -> serde_json::Value {
+    json!({
+        "parent": {"apiVersion": "example.com/v1alpha1", "kind": "MyApp"},
+        "children": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+        "module": {"configMap": {"name": "myapp-module", "key": "myapp.wasm"}},
+        "serviceAccountName": "myapp-reconciler",
+        "limits": {"deadlineMs": 500, "memoryMiB": 16, "maxOutputKiB": 128},
+        "concurrency": 8
+    })
+}
+
+#[test]
+fn a_namespaced_reconciler_takes_everything_from_its_namespace() {
+    let definition = Definition::read(&object(Some("team-a"), myapp_spec())).unwrap();
+    assert_eq!(definition.settings.namespace.as_deref(), Some("team-a"));
+    assert_eq!(
+        definition.settings.parent.to_string(),
+        "example.com/v1alpha1/MyApp"
+    );
+    assert_eq!(
+        definition.settings.children[0].to_string(),
+        "apps/v1/Deployment"
+    );
+    assert_eq!(definition.settings.concurrency, 8);
+    assert_eq!(
+        definition.module.to_string(),
+        "team-a/myapp-module/myapp.wasm"
+    );
+    assert_eq!(
+        definition.user,
+        "system:serviceaccount:team-a:myapp-reconciler"
+    );
+    let config = definition.runtime_config(&RuntimeConfig::default());
+    assert_eq!(config.deadline, Duration::from_millis(500));
+    assert_eq!(config.memory_limit, 16 << 20);
+    assert_eq!(config.max_output_bytes, 128 << 10);
+}
+
+#[test]
+fn a_namespaced_reconciler_cannot_name_another_namespace() {
+    let mut spec = myapp_spec();
+    spec["module"]["configMap"]["namespace"] = json!("kube-system");
+    assert_eq!(
+        Definition::read(&object(Some("team-a"), spec)),
+        Err(SpecError::ForeignNamespace("module.configMap.namespace"))
+    );
+    let mut spec = myapp_spec();
+    spec["serviceAccount"] = json!({"namespace": "kube-system", "name": "admin"});
+    assert_eq!(
+        Definition::read(&object(Some("team-a"), spec)),
+        Err(SpecError::ForeignNamespace("serviceAccount.namespace"))
+    );
+}
+
+#[test]
+fn a_cluster_reconciler_names_namespaces_and_watches_all() {
+    let mut spec = myapp_spec();
+    spec["module"]["configMap"]["namespace"] = json!("platform");
+    spec["serviceAccount"] = json!({"namespace": "platform", "name": "myapp"});
+    let definition = Definition::read(&object(None, spec)).unwrap();
+    assert_eq!(definition.settings.namespace, None);
+    assert_eq!(definition.module.namespace, "platform");
+    assert_eq!(definition.user, "system:serviceaccount:platform:myapp");
+
+    assert_eq!(
+        Definition::read(&object(None, myapp_spec())),
+        Err(SpecError::Missing("module.configMap.namespace"))
+    );
+}
+
+#[test]
+fn malformed_specs_say_what_is_wrong() {
+    let mut spec = myapp_spec();
+    spec["children"] = json!([]);
+    assert_eq!(
+        Definition::read(&object(Some("a"), spec)),
+        Err(SpecError::NoChildren)
+    );
+    let mut spec = myapp_spec();
+    spec["parent"]["kind"] = json!("myapp");
+    assert!(matches!(
+        Definition::read(&object(Some("a"), spec)),
+        Err(SpecError::Kind {
+            field: "parent",
+            ..
+        })
+    ));
+    let mut spec = myapp_spec();
+    spec.as_object_mut().unwrap().remove("serviceAccountName");
+    assert_eq!(
+        Definition::read(&object(Some("a"), spec)),
+        Err(SpecError::Missing("serviceAccountName"))
+    );
+    let error = Definition::read(&object(Some("a"), json!({"parent": 3}))).unwrap_err();
+    assert!(matches!(error, SpecError::Malformed(_)), "{error}");
+}
+
+#[test]
+fn keys_label_metrics_by_namespace_and_name() {
+    let namespaced = Key {
+        namespace: Some("team-a".into()),
+        name: "myapp".into(),
+    };
+    assert_eq!(namespaced.to_string(), "team-a/myapp");
+    assert_eq!(namespaced.scope(), Scope::Namespaced);
+    let cluster = Key {
+        namespace: None,
+        name: "myapp".into(),
+    };
+    assert_eq!(cluster.to_string(), "myapp");
+    assert_eq!(cluster.scope().resource().plural, "clusterreconcilers");
+}
