@@ -8,7 +8,7 @@ MYAPP_GUEST     := $(GUEST_TARGET)/wasm32-wasip2/release/guest_myapp.wasm
 CARGO_RELEASE   := cargo build --release --locked
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
 
-.PHONY: build host guests controlplane test run cluster bench fmt lint clean deploy-module
+.PHONY: build host guests controlplane test run cluster bench fmt lint clean deploy-module example-modules
 
 build: host guests
 
@@ -59,3 +59,8 @@ clean:
 # Puts the built MyApp guest where deploy/kustomization.yaml's configMapGenerator takes it from.
 deploy-module: guests
 	cp $(MYAPP_GUEST) deploy/module/myapp.wasm
+
+# Puts the built MyApp and Website guests where the examples' kustomizations take them from.
+example-modules: guests
+	cp $(MYAPP_GUEST) examples/myapp/reconciler/module/myapp.wasm
+	cp $(GUEST_TARGET)/wasm32-wasip2/release/guest_website.wasm examples/website/reconciler/module/website.wasm
