@@ -18,11 +18,25 @@ impl HostProcess {
 
     /// Like `start`, with extra environment (the downward API's POD_NAME and POD_NAMESPACE).
     pub fn start_with_env(kubeconfig: &Path, args: &[&str], env: &[(&str, &str)]) -> HostProcess {
+        HostProcess::spawn("run", kubeconfig, args, env)
+    }
+
+    /// Starts `reconcile-host serve` (platform mode) with `args`.
+    pub fn serve(kubeconfig: &Path, args: &[&str], env: &[(&str, &str)]) -> HostProcess {
+        HostProcess::spawn("serve", kubeconfig, args, env)
+    }
+
+    fn spawn(
+        subcommand: &str,
+        kubeconfig: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> HostProcess {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("host.log");
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
-            .arg("run")
+            .arg(subcommand)
             // Many hosts run at once in the tests: each on a free port.
             .args(["--metrics-addr", "127.0.0.1:0"])
             .args(args)

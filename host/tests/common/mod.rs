@@ -6,3 +6,4 @@ pub mod guests;
 pub mod host;
 pub mod http;
 pub mod myapp;
+pub mod platform;
