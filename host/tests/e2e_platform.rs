@@ -5,7 +5,9 @@
 mod common;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
@@ -500,4 +502,103 @@ async fn a_namespaced_reconciler_reaches_nothing_outside_its_namespace() {
         .await
         .unwrap();
     assert!(children.items.is_empty());
+}
+
+#[tokio::test]
+async fn a_cluster_reconciler_serves_parents_in_every_namespace() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let client = cluster.client().await.unwrap();
+    let test = "cluster-wide";
+    let _host = platform_host(cluster, test, &[]).await;
+    let platform = cluster.namespace("platform-team").await.unwrap();
+    let (first, second) = (
+        cluster.namespace("anywhere").await.unwrap(),
+        cluster.namespace("everywhere").await.unwrap(),
+    );
+    // A MyApp kind of its own group: a reconciler of every namespace would otherwise also reconcile
+    // the other tests' MyApps.
+    const GROUP: &str = "cluster-test.example.com";
+    let mut crd = documents("deploy/crd.yaml").remove(0);
+    crd["metadata"]["name"] = json!(format!("myapps.{GROUP}"));
+    crd["spec"]["group"] = json!(GROUP);
+    kubectl_apply(cluster, &[crd]);
+    let established = cluster
+        .kubectl()
+        .args([
+            "wait",
+            "--for",
+            "condition=established",
+            &format!("crd/myapps.{GROUP}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(established.status.success());
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(GROUP, "v1alpha1", "MyApp"),
+        "myapps",
+    );
+
+    // The example's rules, granted cluster-wide to a ServiceAccount of the platform team.
+    let name = format!("{platform}-myapp");
+    let mut role = documents("examples/myapp/reconciler/rbac.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "Role")
+        .unwrap();
+    role["kind"] = json!("ClusterRole");
+    role["metadata"] = json!({"name": name});
+    for rule in role["rules"].as_array_mut().unwrap() {
+        if rule["apiGroups"] == json!(["example.com"]) {
+            rule["apiGroups"] = json!([GROUP]);
+        }
+    }
+    kubectl_apply(
+        cluster,
+        &[
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "myapp", "namespace": platform}}),
+            role,
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+               "subjects": [{"kind": "ServiceAccount", "name": "myapp", "namespace": platform}]}),
+        ],
+    );
+    put_module(
+        &client,
+        &platform,
+        "myapp-module",
+        "myapp.wasm",
+        &component("guest_myapp"),
+    )
+    .await;
+    let mut reconciler = example_reconciler("myapp", &platform, test);
+    reconciler["kind"] = json!("ClusterReconciler");
+    reconciler["metadata"] = json!({"name": name, "labels": {TEST_LABEL: test}});
+    reconciler["spec"]["module"]["configMap"]["namespace"] = json!(platform);
+    reconciler["spec"]["serviceAccount"] = json!({"namespace": platform, "name": "myapp"});
+    reconciler["spec"]["parent"]["apiVersion"] = json!(format!("{GROUP}/v1alpha1"));
+    reconciler["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("serviceAccountName");
+    apply_reconciler(&client, &reconciler).await;
+
+    for namespace in [&first, &second] {
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+        let app = json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "MyApp", "metadata": {"name": "app"}, "spec": {}});
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(app).unwrap(),
+        )
+        .await
+        .unwrap();
+        wait_for("the MyApp Ready", || async {
+            let app = api.get("app").await.ok()?;
+            (app.data["status"]["phase"] == "Ready").then_some(())
+        })
+        .await;
+    }
+    wait_reconciler(&client, None, &name, "the ClusterReconciler Running", |s| {
+        ready_is(s, "True", "Running") && s["parents"].as_u64() >= Some(2)
+    })
+    .await;
 }
