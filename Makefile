@@ -37,13 +37,15 @@ run: build controlplane
 cluster: controlplane
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo run --release --locked -p testcluster --bin testcluster
 
-# The guest call against native code, then the controllers side by side on a local control plane
-# (about 15 min). Results are also written to target/bench/.
+# The guest call against native code, then the controllers side by side on a local control plane,
+# then 20 reconcilers on one platform host against 20 single hosts (about 20 min in all). Results are
+# also written to target/bench/.
 bench: guests controlplane
 	mkdir -p target/bench
 	cargo bench --locked -p reconcile-host --bench guest_call >target/bench/guest-call.txt
 	cat target/bench/guest-call.txt
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo bench --locked -p reconcile-host --bench convergence
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo bench --locked -p reconcile-host --bench platform
 
 fmt:
 	cargo fmt --all

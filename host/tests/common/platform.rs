@@ -15,9 +15,9 @@ use reconcile_host::platform::spec::Scope;
 use serde_json::{Value, json};
 use testcluster::TestCluster;
 
-use super::guests::repo_root;
+use super::guests::{component, repo_root};
 use super::host::HostProcess;
-use super::myapp::wait_for;
+use super::myapp::{ready_condition, wait_for, wait_status};
 
 /// The label that ties a test's reconcilers to the test's own platform host (tests share a cluster).
 pub const TEST_LABEL: &str = "reconcile-host.dev/test";
@@ -243,4 +243,46 @@ pub async fn create_website(client: &Client, namespace: &str) -> DynamicObject {
         .create(&Default::default(), &object)
         .await
         .unwrap()
+}
+
+/// Team A's MyApp reconciler in `namespace`: RBAC, module and Reconciler, as the example ships them.
+pub async fn add_myapp_reconciler(cluster: &TestCluster, namespace: &str, test: &str) -> Value {
+    let client = cluster.client().await.unwrap();
+    apply_team_rbac(cluster, "myapp", namespace, |_| {});
+    put_module(
+        &client,
+        namespace,
+        "myapp-module",
+        "myapp.wasm",
+        &component("guest_myapp"),
+    )
+    .await;
+    let reconciler = example_reconciler("myapp", namespace, test);
+    apply_reconciler(&client, &reconciler).await;
+    reconciler
+}
+
+pub async fn add_website_reconciler(cluster: &TestCluster, namespace: &str, test: &str) {
+    let client = cluster.client().await.unwrap();
+    apply_team_rbac(cluster, "website", namespace, |_| {});
+    put_module(
+        &client,
+        namespace,
+        "website-module",
+        "website.wasm",
+        &component("guest_website"),
+    )
+    .await;
+    apply_reconciler(&client, &example_reconciler("website", namespace, test)).await;
+}
+
+pub async fn wait_ready_myapp(client: &kube::Client, namespace: &str, name: &str) -> Value {
+    wait_status(
+        client,
+        namespace,
+        name,
+        &format!("{namespace}/{name} Ready"),
+        |s| s["phase"] == "Ready" && ready_condition(s).is_some_and(|c| c["status"] == "True"),
+    )
+    .await
 }
