@@ -25,17 +25,20 @@ mod guests;
 mod myapp;
 #[path = "convergence/native.rs"]
 mod native;
+#[path = "convergence/parents.rs"]
+mod parents;
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
+use parents::create;
 use serde_json::json;
 use testcluster::TestCluster;
 use testcluster::process::Component;
@@ -244,28 +247,6 @@ async fn converge(
             (now as f64 / 1024.0, peak as f64 / 1024.0)
         }),
     })
-}
-
-/// Creates MyApps `app-<i>`, `CONCURRENCY` at a time, yielding each as it is created.
-fn create<'a>(
-    client: &'a Client,
-    namespace: &'a str,
-    range: std::ops::Range<usize>,
-) -> impl futures::Stream<Item = Result<kube::api::DynamicObject>> + 'a {
-    let api = myapp::myapps(client, namespace);
-    futures::stream::iter(range)
-        .map(move |i| {
-            let api = api.clone();
-            async move {
-                let object = serde_json::from_value(json!({
-                    "apiVersion": "example.com/v1alpha1", "kind": "MyApp",
-                    "metadata": {"name": format!("app-{i}")},
-                    "spec": {"replicas": 1, "image": "nginx:1.23"},
-                }))?;
-                Ok(api.create(&PostParams::default(), &object).await?)
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
 }
 
 /// All `n` parents of the namespace have a status phase, and `n` Deployments exist.

@@ -17,6 +17,8 @@ mod host;
 #[path = "../tests/common/myapp.rs"]
 #[allow(dead_code)]
 mod myapp;
+#[path = "convergence/parents.rs"]
+mod parents;
 #[path = "../tests/common/platform.rs"]
 #[allow(dead_code)]
 mod platform;
@@ -26,13 +28,15 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use kube::Client;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use serde_json::json;
 use testcluster::TestCluster;
 use testcluster::process::Component;
 
+/// Requests in flight at once when creating parents.
+pub const CONCURRENCY: usize = 16;
 const POLL: Duration = Duration::from_millis(100);
 const GIVE_UP: Duration = Duration::from_secs(600);
 
@@ -179,23 +183,9 @@ async fn run() -> Result<()> {
     Ok(())
 }
 
-/// Creates MyApps `app-<i>`, 16 at a time.
+/// Creates MyApps `app-<i>` for `i` in `0..n`.
 async fn create(client: &Client, namespace: &str, n: usize) -> Result<()> {
-    let api = myapp::myapps(client, namespace);
-    futures::stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let object = serde_json::from_value(json!({
-                    "apiVersion": "example.com/v1alpha1", "kind": "MyApp",
-                    "metadata": {"name": format!("app-{i}")},
-                    "spec": {"replicas": 1, "image": "nginx:1.23"},
-                }))?;
-                api.create(&PostParams::default(), &object).await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(16)
+    parents::create(client, namespace, 0..n)
         .try_collect::<Vec<_>>()
         .await?;
     Ok(())

@@ -118,9 +118,17 @@ pub async fn wait_status(
     what: &str,
     predicate: impl Fn(&Value) -> bool,
 ) -> Value {
-    let api = myapps(client, namespace);
+    wait_object_status(&myapps(client, namespace), name, what, predicate).await
+}
+
+/// The status of object `name` of `api` once `predicate` holds for it.
+pub async fn wait_object_status(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    predicate: impl Fn(&Value) -> bool,
+) -> Value {
     wait_for(what, || {
-        let api = api.clone();
         let predicate = &predicate;
         async move {
             let object = api.get_opt(name).await.ok()??;

@@ -17,7 +17,7 @@ use testcluster::TestCluster;
 
 use super::guests::{component, repo_root};
 use super::host::HostProcess;
-use super::myapp::{ready_condition, wait_for, wait_status};
+use super::myapp::{ready_condition, wait_object_status, wait_status};
 
 /// The label that ties a test's reconcilers to the test's own platform host (tests share a cluster).
 pub const TEST_LABEL: &str = "reconcile-host.dev/test";
@@ -198,17 +198,7 @@ pub async fn wait_reconciler(
     what: &str,
     predicate: impl Fn(&Value) -> bool,
 ) -> Value {
-    let api = reconcilers(client, namespace);
-    wait_for(what, || {
-        let api = api.clone();
-        let predicate = &predicate;
-        async move {
-            let object = api.get_opt(name).await.ok()??;
-            let status = object.data.get("status")?.clone();
-            predicate(&status).then_some(status)
-        }
-    })
-    .await
+    wait_object_status(&reconcilers(client, namespace), name, what, predicate).await
 }
 
 pub fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
