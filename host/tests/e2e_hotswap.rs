@@ -282,8 +282,11 @@ async fn a_guest_that_loops_or_hoards_memory_fails_only_its_own_parent() {
             &namespace,
             "--module",
             component("guest_faults").to_str().unwrap(),
+            // The deadline counts wall time from instantiation: on a loaded 2-core machine, filling
+            // 32 MiB page by page has taken over 300 ms, so the hoarder must have room to hit its
+            // memory cap first.
             "--guest-deadline-ms",
-            "300",
+            "2000",
             "--guest-memory-mib",
             "32",
         ],

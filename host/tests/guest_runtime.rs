@@ -108,7 +108,13 @@ fn an_endless_loop_is_interrupted_at_its_deadline() {
 
 #[test]
 fn unbounded_allocation_hits_the_memory_cap() {
-    let module = faults();
+    // A deadline far from reach: on a loaded machine, filling 32 MiB can outlast 300 ms of wall time,
+    // and this test is about the memory cap.
+    let module = faults_with(
+        RuntimeConfig::default()
+            .deadline(Duration::from_secs(10))
+            .memory_limit(32 << 20),
+    );
     let err = call_fault(&module, "grow").unwrap_err();
     assert!(
         matches!(err, GuestError::MemoryLimit { limit_bytes } if limit_bytes == 32 << 20),
