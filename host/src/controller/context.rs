@@ -58,6 +58,7 @@ pub struct Context {
     pub applied: AppliedChildren,
     pub health: ReconcilerHealth,
     pub concurrency: u16,
+    pub resync_period: Option<Duration>,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `parents` and `children[i].store`.
@@ -105,6 +106,7 @@ impl Context {
             applied: AppliedChildren::default(),
             health: ReconcilerHealth::default(),
             concurrency: settings.concurrency,
+            resync_period: settings.resync_period,
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),
@@ -139,15 +141,8 @@ impl Context {
         self.children.iter().map(|c| &c.kind).zip(writers).collect()
     }
 
-    pub fn parent_api_all(&self) -> Api<DynamicObject> {
-        self.api_all(&self.parent)
-    }
-
-    pub fn child_api_all(&self, kind: &ResolvedKind) -> Api<DynamicObject> {
-        self.api_all(kind)
-    }
-
-    fn api_all(&self, kind: &ResolvedKind) -> Api<DynamicObject> {
+    /// `kind` in every namespace this reconciler watches.
+    pub fn api_all(&self, kind: &ResolvedKind) -> Api<DynamicObject> {
         match &self.namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, &kind.resource),
             None => Api::all_with(self.client.clone(), &kind.resource),

@@ -4,19 +4,22 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedReceiver;
-use futures::{Stream, StreamExt, TryStreamExt};
-use kube::Api;
-use kube::core::DynamicObject;
-use kube::runtime::reflector::{self, store::Writer};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use futures::{FutureExt, Stream, StreamExt};
+use kube::runtime::{Controller, watcher};
 
 use super::context::Context;
+use super::sync::{Listed, watch_cache};
 use super::{MANAGED_BY_LABEL, MANAGER, reconcile};
 
 /// Runs the controller of `ctx` until `shutdown`; `synced` is called once every cache has listed.
-/// `reconcile_all` re-runs every parent (a hot swap sends on it).
+/// `reconcile_all` re-runs every parent (a hot swap sends on it, and so does the resync period).
+///
+/// No reconcile reads a cache before its first list: the parent watch starts only once every child
+/// cache has listed, and kube-runtime's Controller holds reconciles until the parent cache has. Later
+/// lists (a reconnect, 410 Gone) keep serving the previous complete list until they land (`sync`).
 pub async fn drive(
     ctx: Arc<Context>,
     reconcile_all: UnboundedReceiver<()>,
@@ -27,42 +30,46 @@ pub async fn drive(
         .parent_writer()
         .expect("a context is driven once: its parent cache writer is taken");
     let parent_reader = parent_writer.as_reader();
-    // Readiness: every cache has listed once. The parent store's own `wait_until_ready` is awaited by
-    // the Controller, and kube-runtime wakes only one waiter of a store, so the parent's initial sync is
-    // read off its event stream instead; the child stores have no other waiter.
-    let (parent_synced, mut parent_synced_rx) = tokio::sync::watch::channel(false);
-    let child_stores: Vec<_> = ctx.children.iter().map(|c| c.store.clone()).collect();
+    let selector = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
+    let mut children_listed = Vec::new();
+    let mut child_streams = Vec::new();
+    for (child, writer) in ctx.child_writers() {
+        let listed = Listed::new();
+        children_listed.push(listed.clone());
+        let stream = watch_cache(&ctx, child, writer, selector.clone(), listed);
+        child_streams.push((stream, child.resource.clone()));
+    }
+    let all_children_listed = {
+        let children_listed = children_listed.clone();
+        async move { futures::future::join_all(children_listed.iter().map(Listed::wait)).await }
+    };
+    let parent_listed = Listed::new();
+    let parents = {
+        let (ctx, parent_listed) = (ctx.clone(), parent_listed.clone());
+        async move {
+            all_children_listed.await;
+            watch_cache(
+                &ctx,
+                &ctx.parent,
+                parent_writer,
+                watcher::Config::default(),
+                parent_listed,
+            )
+        }
+        .flatten_stream()
+    };
     tokio::spawn(async move {
-        for store in child_stores {
-            if store.wait_until_ready().await.is_err() {
-                return;
-            }
-        }
-        if parent_synced_rx.wait_for(|synced| *synced).await.is_ok() {
-            synced();
-        }
+        children_listed.push(parent_listed);
+        futures::future::join_all(children_listed.iter().map(Listed::wait)).await;
+        synced();
     });
-    let parents = cache(
-        &ctx,
-        parent_writer,
-        ctx.parent_api_all(),
-        watcher::Config::default(),
-    )
-    .inspect_ok(move |event| {
-        if matches!(event, watcher::Event::InitDone) {
-            parent_synced.send_replace(true);
-        }
-    })
-    .applied_objects();
     let mut controller =
         Controller::for_stream_with(parents, parent_reader, ctx.parent.resource.clone())
             .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))
-            .reconcile_all_on(reconcile_all)
+            .reconcile_all_on(with_resync(reconcile_all, ctx.resync_period))
             .graceful_shutdown_on(shutdown);
-    for (child, writer) in ctx.child_writers() {
-        let selector = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
-        let stream = cache(&ctx, writer, ctx.child_api_all(child), selector).touched_objects();
-        controller = controller.owns_stream_with(stream, child.resource.clone());
+    for (stream, resource) in child_streams {
+        controller = controller.owns_stream_with(stream, resource);
     }
     controller
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
@@ -74,23 +81,25 @@ pub async fn drive(
         .await;
 }
 
-/// A watch that fills `writer`'s cache, retries with backoff, and records its errors in the health.
-fn cache(
-    ctx: &Arc<Context>,
-    writer: Writer<DynamicObject>,
-    api: Api<DynamicObject>,
-    config: watcher::Config,
-) -> impl Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static {
-    let health = ctx.clone();
-    let watch = watcher(api, config)
-        .inspect(move |event| {
-            health
-                .health
-                .watch_result(event.as_ref().err().map(|e| e.to_string()));
-        })
-        .default_backoff()
-        .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None);
-    reflector::reflector(writer, watch)
+/// `reconcile_all`, and a tick every `period` if there is one: a safety net that re-runs every parent
+/// in case an event was missed, not what keeps parents converged.
+fn with_resync(
+    reconcile_all: UnboundedReceiver<()>,
+    period: Option<Duration>,
+) -> impl Stream<Item = ()> + Send + 'static {
+    let ticks = match period {
+        Some(period) => {
+            let start = tokio::time::Instant::now() + period;
+            let interval = tokio::time::interval_at(start, period);
+            futures::stream::unfold(interval, |mut interval| async move {
+                interval.tick().await;
+                Some(((), interval))
+            })
+            .left_stream()
+        }
+        None => futures::stream::pending().right_stream(),
+    };
+    futures::stream::select(reconcile_all, ticks)
 }
 
 /// Resolves on SIGTERM or ctrl-c.

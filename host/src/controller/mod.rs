@@ -15,9 +15,11 @@ mod observe;
 mod reconcile;
 mod status;
 pub mod swap;
+mod sync;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use kube::Client;
@@ -84,6 +86,8 @@ pub struct RunArgs {
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
     #[command(flatten)]
+    pub resync: ResyncArgs,
+    #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
 
@@ -96,6 +100,34 @@ pub struct Settings {
     pub namespace: Option<String>,
     pub finalizer: Option<String>,
     pub concurrency: u16,
+    /// Re-run every parent this often, as a safety net; `None`: only on changes.
+    pub resync_period: Option<Duration>,
+}
+
+/// The periodic resync, shared by `run` and `serve`.
+#[derive(Clone, Debug, Args)]
+pub struct ResyncArgs {
+    /// Re-run every parent this often (e.g. `10h`, `30m`, `1h30m`; `0` or unset: never). A safety
+    /// net for a missed event, like controller-runtime's SyncPeriod: the watches already reconcile
+    /// every change, and each resync calls the guest once per parent.
+    #[arg(long = "resync-period", env = "RECONCILE_HOST_RESYNC_PERIOD", value_parser = parse_period)]
+    period: Option<Duration>,
+}
+
+impl ResyncArgs {
+    /// The period, if there is one.
+    pub fn period(&self) -> Option<Duration> {
+        self.period.filter(|period| !period.is_zero())
+    }
+}
+
+/// A duration such as `10h`, `30m` or `1h30m`, or `0`.
+fn parse_period(text: &str) -> Result<Duration, String> {
+    if text.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let period: jiff::SignedDuration = text.parse().map_err(|e| format!("{e}"))?;
+    Duration::try_from(period).map_err(|_| "a period cannot be negative".to_string())
 }
 
 impl RunArgs {
@@ -106,6 +138,7 @@ impl RunArgs {
             namespace: self.namespace.clone(),
             finalizer: self.finalizer.clone(),
             concurrency: self.concurrency,
+            resync_period: self.resync.period(),
         }
     }
 }
@@ -179,4 +212,47 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     .await;
     tracing::info!("controller stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn run_with(extra: &[&str]) -> Result<Settings, clap::Error> {
+        let base = [
+            "reconcile-host",
+            "run",
+            "--parent",
+            "example.com/v1alpha1/MyApp",
+            "--child",
+            "apps/v1/Deployment",
+            "--module",
+            "myapp.wasm",
+        ];
+        let cli = Cli::try_parse_from(base.iter().chain(extra))?;
+        match cli.command {
+            Command::Run(args) => Ok(args.settings()),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_resync_period_is_off_unless_given_and_read_as_people_write_it() {
+        let period = |extra: &[&str]| run_with(extra).unwrap().resync_period;
+        assert_eq!(period(&[]), None);
+        assert_eq!(period(&["--resync-period", "0"]), None);
+        assert_eq!(
+            period(&["--resync-period", "10h"]),
+            Some(Duration::from_secs(36_000))
+        );
+        assert_eq!(
+            period(&["--resync-period", "1h30m"]),
+            Some(Duration::from_secs(5_400))
+        );
+        assert!(run_with(&["--resync-period", "-1h"]).is_err());
+        assert!(run_with(&["--resync-period", "often"]).is_err());
+    }
 }

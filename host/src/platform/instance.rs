@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use super::spec::{Definition, Key};
 use super::status::{Report, StatusWriter};
-use crate::controller::{Context, DiscoveryError, drive, swap};
+use crate::controller::{Context, DiscoveryError, Settings, drive, swap};
 use crate::guest::{Module, Runtime, RuntimeConfig};
 use crate::source::{ModuleSource, Update};
 use crate::telemetry::Metrics;
@@ -38,6 +38,8 @@ pub struct Shared {
     pub defaults: RuntimeConfig,
     pub metrics: Metrics,
     pub recorder: Recorder,
+    /// Every reconciler's resync period (`--resync-period`).
+    pub resync_period: Option<Duration>,
 }
 
 impl Shared {
@@ -163,11 +165,15 @@ impl Run {
             return;
         };
         self.metrics.module_loaded(module.digest(), true);
+        let settings = Settings {
+            resync_period: self.shared.resync_period,
+            ..self.definition.settings.clone()
+        };
         let ctx = loop {
             let discovered = Context::discover(
                 client.clone(),
                 self.shared.client.clone(),
-                &self.definition.settings,
+                &settings,
                 module.clone(),
                 self.metrics.clone(),
             )

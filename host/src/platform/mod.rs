@@ -19,7 +19,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::cli::RuntimeArgs;
-use crate::controller::{MANAGER, leader, shutdown_signal};
+use crate::controller::{MANAGER, ResyncArgs, leader, shutdown_signal};
 use crate::guest::Runtime;
 use crate::telemetry::{Health, Metrics, serve as serve_http};
 use instance::Shared;
@@ -49,6 +49,8 @@ pub struct ServeArgs {
         default_value_t = 128
     )]
     pub max_guest_instances: u32,
+    #[command(flatten)]
+    pub resync: ResyncArgs,
     /// Defaults of every reconciler's guest limits; `--guest-memory-mib` is also the most a
     /// reconciler's `spec.limits.memoryMiB` may ask for.
     #[command(flatten)]
@@ -95,6 +97,7 @@ async fn serve_async(args: ServeArgs) -> anyhow::Result<()> {
         runtime,
         defaults,
         metrics,
+        resync_period: args.resync.period(),
     });
 
     let mut selector = watcher::Config::default();

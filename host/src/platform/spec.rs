@@ -236,6 +236,8 @@ impl Definition {
                 namespace,
                 finalizer: spec.finalizer.clone(),
                 concurrency: spec.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
+                // The host's `--resync-period`, set when the reconciler starts.
+                resync_period: None,
             },
             module: ConfigMapRef {
                 namespace: module_namespace,

@@ -7,3 +7,4 @@ pub mod host;
 pub mod http;
 pub mod myapp;
 pub mod platform;
+pub mod restart;

@@ -20,7 +20,7 @@ use crate::ports::free_port;
 use crate::process::{self, Component};
 
 /// How long start-up may take before giving up (a cold API server on 2 busy cores needs ~20 s).
-const START_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A running control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
 /// faking one node. Dropping it stops every component and deletes its directory.
@@ -32,6 +32,8 @@ pub struct TestCluster {
     pub(crate) pki: Pki,
     pub(crate) admin_kubeconfig: PathBuf,
     pub(crate) admin_config: Value,
+    /// The API server's flags, to start it again the same way (`restart_apiserver`).
+    pub(crate) apiserver_args: Vec<String>,
     started_in: Duration,
     /// Last so that it is deleted after the components are stopped (fields drop in order).
     dir: tempfile::TempDir,
@@ -120,6 +122,7 @@ impl TestCluster {
             pki,
             admin_kubeconfig,
             admin_config,
+            apiserver_args: apiserver_args.clone(),
             started_in: Duration::ZERO,
             dir,
         };
@@ -138,11 +141,7 @@ impl TestCluster {
         let client = cluster.client().await?;
         cluster
             .wait_until("kube-apiserver /readyz", deadline, async || {
-                let request = http::Request::get("/readyz").body(Vec::new());
-                match request {
-                    Ok(request) => client.request_text(request).await.is_ok_and(|t| t == "ok"),
-                    Err(_) => false,
-                }
+                apiserver_ready(&client).await
             })
             .await?;
 
@@ -200,7 +199,7 @@ impl TestCluster {
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Component>> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Component>> {
         self.components.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -221,7 +220,7 @@ impl TestCluster {
     }
 
     /// Polls `ready` until it holds, a component dies, or the deadline passes.
-    async fn wait_until(
+    pub(crate) async fn wait_until(
         &self,
         what: &str,
         deadline: Instant,
@@ -320,6 +319,14 @@ impl TestCluster {
 impl Drop for TestCluster {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Whether the API server's `/readyz` answers `ok`.
+pub(crate) async fn apiserver_ready(client: &kube::Client) -> bool {
+    match http::Request::get("/readyz").body(Vec::new()) {
+        Ok(request) => client.request_text(request).await.is_ok_and(|t| t == "ok"),
+        Err(_) => false,
     }
 }
 

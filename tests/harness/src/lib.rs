@@ -18,6 +18,7 @@ mod components;
 mod kubeconfig;
 mod ports;
 pub mod process;
+mod restart;
 mod shared;
 
 pub use cluster::{ComponentMemory, TestCluster};

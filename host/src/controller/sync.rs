@@ -1,0 +1,235 @@
+//! Caches that are complete before a reconcile reads them, and triggers that wait for the cache.
+//!
+//! kube-runtime's reflector makes a list (the first one, or a re-list after a reconnect or 410 Gone)
+//! visible all at once, at `InitDone`, while its `touched_objects()` passes each listed object on as
+//! it arrives: the reconcile such a trigger starts reads the cache as it was *before* the list, and
+//! nothing triggers the parent again once the list lands. `settle` holds a list's triggers until the
+//! cache holds it, then emits every listed object and every object the list dropped.
+//!
+//! List responses also carry no `apiVersion`/`kind` on the items of built-in kinds (watch events do):
+//! a Deployment cached from a list had no `kind`, so a guest looking for its Deployment found none and
+//! reported a stale status after every restart. `watch_cache` writes the type back on every object.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt, stream};
+use kube::api::TypeMeta;
+use kube::core::DynamicObject;
+use kube::runtime::reflector::{self, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+
+use super::context::{Context, ResolvedKind};
+
+/// Whether a cache has finished its first list; any number of tasks may wait for it.
+///
+/// Why not `Store::wait_until_ready`: kube-runtime's Controller waits on the parent store with it, and
+/// a second waiter on the same store is not reliably woken.
+#[derive(Clone)]
+pub struct Listed(tokio::sync::watch::Sender<bool>);
+
+impl Listed {
+    pub fn new() -> Self {
+        Listed(tokio::sync::watch::Sender::new(false))
+    }
+
+    fn set(&self) {
+        self.0
+            .send_if_modified(|listed| !std::mem::replace(listed, true));
+    }
+
+    /// Resolves once the cache has listed (at once if it has).
+    pub async fn wait(&self) {
+        let mut rx = self.0.subscribe();
+        // The sender lives in `self`: waiting cannot fail while we hold it.
+        let _ = rx.wait_for(|listed| *listed).await;
+    }
+}
+
+/// One watch of `kind` that fills `writer`'s cache, and the objects whose change may concern a parent:
+/// each `Apply`/`Delete` at once, each list once the cache holds it (`settle`). `listed` is set at the
+/// end of the first list. Watch errors are retried with backoff and recorded in the health.
+pub fn watch_cache(
+    ctx: &Arc<Context>,
+    kind: &ResolvedKind,
+    writer: Writer<DynamicObject>,
+    config: watcher::Config,
+    listed: Listed,
+) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + use<> {
+    let health = ctx.clone();
+    let types = TypeMeta {
+        api_version: kind.resource.api_version.clone(),
+        kind: kind.resource.kind.clone(),
+    };
+    let api = ctx.api_all(kind);
+    let store = writer.as_reader();
+    let watch = watcher(api, config)
+        .inspect(move |event| {
+            health
+                .health
+                .watch_result(event.as_ref().err().map(|e| e.to_string()));
+        })
+        .default_backoff()
+        .modify(move |obj: &mut DynamicObject| {
+            obj.types = Some(types.clone());
+            obj.metadata.managed_fields = None;
+        });
+    settle(reflector::reflector(writer, watch), store, listed)
+}
+
+/// The objects of `events` that may concern a parent, once `store` holds them: a list's objects are
+/// held from `Init` to `InitDone`, then emitted with the ones the list dropped (deleted while the
+/// watch was down), so that every parent a list touches is reconciled on the complete list.
+fn settle<S>(
+    events: S,
+    store: Store<DynamicObject>,
+    listed: Listed,
+) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static
+where
+    S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+{
+    // What the cache held when the current list began: the objects it may drop.
+    let mut before: Option<Vec<Arc<DynamicObject>>> = None;
+    events
+        .map(move |event| {
+            let out: Vec<Result<DynamicObject, watcher::Error>> = match event {
+                Err(e) => vec![Err(e)],
+                Ok(watcher::Event::Apply(obj) | watcher::Event::Delete(obj)) => vec![Ok(obj)],
+                Ok(watcher::Event::Init) => {
+                    before = Some(store.state());
+                    Vec::new()
+                }
+                Ok(watcher::Event::InitApply(_)) => Vec::new(),
+                Ok(watcher::Event::InitDone) => {
+                    listed.set();
+                    listed_and_dropped(&store.state(), before.take().unwrap_or_default())
+                }
+            };
+            stream::iter(out)
+        })
+        .flatten()
+}
+
+/// Every object of the new list, then every object of `before` that it no longer holds.
+fn listed_and_dropped(
+    now: &[Arc<DynamicObject>],
+    before: Vec<Arc<DynamicObject>>,
+) -> Vec<Result<DynamicObject, watcher::Error>> {
+    let key = |obj: &DynamicObject| (obj.metadata.namespace.clone(), obj.metadata.name.clone());
+    let present: HashSet<_> = now.iter().map(|obj| key(obj)).collect();
+    let dropped = before
+        .into_iter()
+        .filter(|obj| !present.contains(&key(obj)));
+    now.iter()
+        .cloned()
+        .chain(dropped)
+        .map(|obj| Ok(Arc::unwrap_or_clone(obj)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::api::{ApiResource, ObjectMeta};
+
+    fn object(name: &str) -> Arc<DynamicObject> {
+        Arc::new(DynamicObject {
+            types: None,
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                ..ObjectMeta::default()
+            },
+            data: serde_json::Value::Null,
+        })
+    }
+
+    fn names(out: Vec<Result<DynamicObject, watcher::Error>>) -> Vec<String> {
+        out.into_iter()
+            .map(|obj| obj.unwrap().metadata.name.unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_list_emits_what_it_holds_then_what_it_dropped() {
+        let now = [object("kept"), object("new")];
+        let before = vec![object("kept"), object("deleted-while-down")];
+        assert_eq!(
+            names(listed_and_dropped(&now, before)),
+            ["kept", "new", "deleted-while-down"]
+        );
+    }
+
+    /// Each emitted object with the number of objects the cache held when it was emitted.
+    async fn settled(
+        events: Vec<watcher::Event<DynamicObject>>,
+        listed: &Listed,
+    ) -> Vec<(String, usize)> {
+        let writer = Writer::new(ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(
+            &(),
+        ));
+        let store = writer.as_reader();
+        let events = reflector::reflector(writer, stream::iter(events.into_iter().map(Ok)));
+        settle(events, store.clone(), listed.clone())
+            .map(|obj| (obj.unwrap().metadata.name.unwrap(), store.state().len()))
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_list_is_held_until_the_cache_holds_it_all() {
+        use watcher::Event::*;
+        let listed = Listed::new();
+        let events = vec![
+            Init,
+            InitApply((*object("a")).clone()),
+            InitApply((*object("b")).clone()),
+            InitDone,
+            Apply((*object("c")).clone()),
+        ];
+        let out = settled(events, &listed).await;
+        assert_eq!(
+            out,
+            [("a".into(), 2), ("b".into(), 2), ("c".into(), 3)],
+            "a trigger of the list came before the cache held the list"
+        );
+        listed.wait().await;
+    }
+
+    #[tokio::test]
+    async fn a_relist_triggers_what_was_deleted_while_the_watch_was_down() {
+        use watcher::Event::*;
+        let listed = Listed::new();
+        let events = vec![
+            Init,
+            InitApply((*object("a")).clone()),
+            InitApply((*object("gone")).clone()),
+            InitDone,
+            Init,
+            InitApply((*object("a")).clone()),
+            InitDone,
+        ];
+        let names: Vec<_> = settled(events, &listed)
+            .await
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(names, ["a", "gone", "a", "gone"]);
+    }
+
+    #[tokio::test]
+    async fn listed_wakes_every_waiter() {
+        let listed = Listed::new();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let listed = listed.clone();
+                tokio::spawn(async move { listed.wait().await })
+            })
+            .collect();
+        listed.set();
+        for waiter in waiters {
+            waiter.await.unwrap();
+        }
+        listed.wait().await;
+    }
+}
