@@ -11,6 +11,8 @@ pub(crate) enum Fault {
     None,
     /// `label:<text>`: the same ConfigMap with an extra label `variant: <text>`.
     Label(String),
+    /// `fixed-name:<name>`: the well-behaved ConfigMap, but named `<name>` (whoever else has it).
+    FixedName(String),
     /// `trap`: panics, which (with `panic = "abort"`) traps.
     Trap,
     /// `loop`: spins forever.
@@ -45,6 +47,9 @@ impl Fault {
         if let Some(text) = s.strip_prefix("label:") {
             return Ok(Fault::Label(text.to_owned()));
         }
+        if let Some(name) = s.strip_prefix("fixed-name:") {
+            return Ok(Fault::FixedName(name.to_owned()));
+        }
         Ok(match s {
             "" | "none" => Fault::None,
             "trap" => Fault::Trap,
@@ -72,6 +77,7 @@ impl Fault {
         Ok(match self {
             Fault::None => respond(vec![parent.own_config_map(None)], ok),
             Fault::Label(text) => respond(vec![parent.own_config_map(Some(&text))], ok),
+            Fault::FixedName(name) => respond(vec![config_map(&name, namespace, none(), None)], ok),
             Fault::Trap => panic!("fault: trap"),
             Fault::Loop => {
                 let mut n = 0u64;

@@ -1,6 +1,8 @@
-//! Applying the guest's answer: server-side apply of each desired child with the host's ownerReference
-//! and label, then deletion of the owned children the answer left out.
+//! Applying the guest's answer: the ownership rule first (`ownership`), then server-side apply of each
+//! desired child with the host's ownerReference and label, then deletion of the owned children the
+//! answer left out.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
@@ -10,6 +12,7 @@ use serde_json::{Value, json};
 use super::context::Context;
 use super::error::{ReconcileError, name_of};
 use super::observe::Observed;
+use super::ownership::{Claim, child_id};
 use super::{MANAGED_BY_LABEL, MANAGER};
 use crate::validate::Child;
 
@@ -19,6 +22,20 @@ pub enum Change {
     Created(String),
     Updated(String),
     Deleted(String),
+    /// An object nothing controlled, taken over with `--adopt-orphans`.
+    Adopted(String),
+}
+
+impl Change {
+    /// The reason of the parent's Event.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Change::Created(_) => "Created",
+            Change::Updated(_) => "Updated",
+            Change::Deleted(_) => "Deleted",
+            Change::Adopted(_) => "Adopted",
+        }
+    }
 }
 
 impl fmt::Display for Change {
@@ -27,12 +44,19 @@ impl fmt::Display for Change {
             Change::Created(child) => write!(f, "created {child}"),
             Change::Updated(child) => write!(f, "updated {child}"),
             Change::Deleted(child) => write!(f, "deleted {child}"),
+            Change::Adopted(child) => {
+                write!(
+                    f,
+                    "adopted {child}, which nothing controlled (--adopt-orphans)"
+                )
+            }
         }
     }
 }
 
 impl Context {
-    /// Server-side applies every child (one field manager, forced: the host owns what the guest wants).
+    /// Server-side applies every child (one field manager, forced: the host owns what the guest wants
+    /// of the objects its parent controls), after the ownership rule passed for all of them.
     pub async fn apply_children(
         &self,
         parent: &DynamicObject,
@@ -41,9 +65,13 @@ impl Context {
         namespace: &str,
     ) -> Result<Vec<Change>, ReconcileError> {
         let owner = owner_reference(parent)?;
+        let parent_uid = owner["uid"].as_str().unwrap_or_default();
+        let claims = self
+            .claim_children(parent_uid, children, observed, namespace)
+            .await?;
         let params = PatchParams::apply(MANAGER).force();
         let mut changes = Vec::new();
-        for child in children {
+        for (child, claim) in children.iter().zip(claims) {
             let mut object = child.object.clone();
             let metadata = &mut object["metadata"];
             metadata["ownerReferences"] = json!([owner]);
@@ -52,12 +80,7 @@ impl Context {
             }
             metadata["labels"][MANAGED_BY_LABEL] = json!(MANAGER);
 
-            let resolved = self
-                .children
-                .iter()
-                .find(|c| c.kind.gvk == child.kind)
-                .expect("validated children are of allow-listed kinds");
-            let id = format!("{}/{}", child.kind.kind, child.name);
+            let id = child_id(child);
             let key = format!("{}/{namespace}/{}", child.kind, child.name);
             let before = observed
                 .iter()
@@ -69,9 +92,14 @@ impl Context {
                 self.metrics.child_apply("skipped");
                 continue;
             }
+            let mut body = Cow::Borrowed(&object);
+            if let Claim::Adopt { resource_version } = &claim {
+                // A precondition: a person changing the object meanwhile makes the apply fail.
+                body.to_mut()["metadata"]["resourceVersion"] = json!(resource_version);
+            }
             let applied = self
-                .api(&resolved.kind, namespace)
-                .patch(&child.name, &params, &Patch::Apply(&object))
+                .api(&self.child_kind(child).kind, namespace)
+                .patch(&child.name, &params, &Patch::Apply(&*body))
                 .await
                 .map_err(|source| ReconcileError::Apply {
                     child: id.clone(),
@@ -79,10 +107,13 @@ impl Context {
                 })?;
             self.applied.record(&key, &object);
             self.metrics.child_apply("applied");
-            match before {
-                None => changes.push(Change::Created(id)),
-                Some(o) if changed(&o.object, &applied) => changes.push(Change::Updated(id)),
-                Some(_) => {}
+            match (before, claim) {
+                (_, Claim::Adopt { .. }) => changes.push(Change::Adopted(id)),
+                (None, Claim::Apply) => changes.push(Change::Created(id)),
+                (Some(o), Claim::Apply) if changed(&o.object, &applied) => {
+                    changes.push(Change::Updated(id))
+                }
+                (Some(_), Claim::Apply) => {}
             }
         }
         Ok(changes)

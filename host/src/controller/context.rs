@@ -59,6 +59,8 @@ pub struct Context {
     pub health: ReconcilerHealth,
     pub concurrency: u16,
     pub resync_period: Option<Duration>,
+    /// Whether a parent may adopt an object nothing controls (see `ownership`).
+    pub adopt_orphans: bool,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `parents` and `children[i].store`.
@@ -107,6 +109,7 @@ impl Context {
             health: ReconcilerHealth::default(),
             concurrency: settings.concurrency,
             resync_period: settings.resync_period,
+            adopt_orphans: settings.adopt_orphans,
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),

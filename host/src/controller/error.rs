@@ -16,6 +16,24 @@ pub enum ReconcileError {
         #[source]
         source: kube::Error,
     },
+    #[error("looking up {child}: {source}")]
+    Lookup {
+        child: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "{child} is controlled by {controller} (uid {uid}), not by this parent: refused, nothing applied"
+    )]
+    ChildOwnedByOther {
+        child: String,
+        controller: String,
+        uid: String,
+    },
+    #[error(
+        "{child} already exists and nothing controls it: refused, nothing applied (the host adopts such objects only with --adopt-orphans)"
+    )]
+    ChildExists { child: String },
     #[error("deleting {child}: {source}")]
     Prune {
         child: String,
@@ -37,6 +55,9 @@ impl ReconcileError {
             ReconcileError::Guest(e) => e.reason(),
             ReconcileError::Invalid(_) => "InvalidGuestOutput",
             ReconcileError::Apply { .. } => "ApplyFailed",
+            ReconcileError::Lookup { .. } => "ChildLookupFailed",
+            ReconcileError::ChildOwnedByOther { .. } => "ChildOwnedByOther",
+            ReconcileError::ChildExists { .. } => "ChildExists",
             ReconcileError::Prune { .. } => "PruneFailed",
             ReconcileError::Parent(_) => "ParentUpdateFailed",
             ReconcileError::MissingMetadata(_) => "InvalidParent",

@@ -12,6 +12,7 @@ mod finalizer;
 mod health;
 pub mod leader;
 mod observe;
+mod ownership;
 mod reconcile;
 mod status;
 pub mod swap;
@@ -86,7 +87,7 @@ pub struct RunArgs {
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
     #[command(flatten)]
-    pub resync: ResyncArgs,
+    pub policy: PolicyArgs,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
@@ -102,19 +103,27 @@ pub struct Settings {
     pub concurrency: u16,
     /// Re-run every parent this often, as a safety net; `None`: only on changes.
     pub resync_period: Option<Duration>,
+    /// Take over existing objects that nothing controls when the guest names them (`--adopt-orphans`).
+    pub adopt_orphans: bool,
 }
 
-/// The periodic resync, shared by `run` and `serve`.
+/// What the host's operator decides for every reconciler, shared by `run` and `serve`.
 #[derive(Clone, Debug, Args)]
-pub struct ResyncArgs {
+pub struct PolicyArgs {
     /// Re-run every parent this often (e.g. `10h`, `30m`, `1h30m`; `0` or unset: never). A safety
     /// net for a missed event, like controller-runtime's SyncPeriod: the watches already reconcile
     /// every change, and each resync calls the guest once per parent.
     #[arg(long = "resync-period", env = "RECONCILE_HOST_RESYNC_PERIOD", value_parser = parse_period)]
     period: Option<Duration>,
+    /// Let a parent adopt an existing object that nothing controls when its guest names it (default:
+    /// refuse with `ChildExists`). The risk: any guest can then take over, rewrite and, through the
+    /// ownerReference, get garbage-collected every uncontrolled object of its child kinds in its
+    /// namespace, such as one a person created by hand.
+    #[arg(long, env = "RECONCILE_HOST_ADOPT_ORPHANS")]
+    pub adopt_orphans: bool,
 }
 
-impl ResyncArgs {
+impl PolicyArgs {
     /// The period, if there is one.
     pub fn period(&self) -> Option<Duration> {
         self.period.filter(|period| !period.is_zero())
@@ -138,7 +147,8 @@ impl RunArgs {
             namespace: self.namespace.clone(),
             finalizer: self.finalizer.clone(),
             concurrency: self.concurrency,
-            resync_period: self.resync.period(),
+            resync_period: self.policy.period(),
+            adopt_orphans: self.policy.adopt_orphans,
         }
     }
 }

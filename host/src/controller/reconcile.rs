@@ -8,7 +8,6 @@ use kube::core::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 
-use super::apply::Change;
 use super::context::Context;
 use super::error::ReconcileError;
 use super::finalizer::has_finalizer;
@@ -112,13 +111,13 @@ async fn reconcile_inner(
         .await?;
     changes.extend(ctx.prune(&observed, &children).await?);
     for change in &changes {
-        let reason = match change {
-            Change::Created(_) => "Created",
-            Change::Updated(_) => "Updated",
-            Change::Deleted(_) => "Deleted",
-        };
-        ctx.publish(parent, EventType::Normal, reason, change.to_string())
-            .await;
+        ctx.publish(
+            parent,
+            EventType::Normal,
+            change.reason(),
+            change.to_string(),
+        )
+        .await;
     }
     let reconciled = Outcome::Reconciled {
         guest_status: answer.status.as_ref(),

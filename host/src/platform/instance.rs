@@ -40,6 +40,8 @@ pub struct Shared {
     pub recorder: Recorder,
     /// Every reconciler's resync period (`--resync-period`).
     pub resync_period: Option<Duration>,
+    /// Whether parents may adopt uncontrolled objects (`--adopt-orphans`).
+    pub adopt_orphans: bool,
 }
 
 impl Shared {
@@ -167,6 +169,7 @@ impl Run {
         self.metrics.module_loaded(module.digest(), true);
         let settings = Settings {
             resync_period: self.shared.resync_period,
+            adopt_orphans: self.shared.adopt_orphans,
             ..self.definition.settings.clone()
         };
         let ctx = loop {

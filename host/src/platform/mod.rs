@@ -19,7 +19,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::cli::RuntimeArgs;
-use crate::controller::{MANAGER, ResyncArgs, leader, shutdown_signal};
+use crate::controller::{MANAGER, PolicyArgs, leader, shutdown_signal};
 use crate::guest::Runtime;
 use crate::telemetry::{Health, Metrics, serve as serve_http};
 use instance::Shared;
@@ -50,7 +50,7 @@ pub struct ServeArgs {
     )]
     pub max_guest_instances: u32,
     #[command(flatten)]
-    pub resync: ResyncArgs,
+    pub policy: PolicyArgs,
     /// Defaults of every reconciler's guest limits; `--guest-memory-mib` is also the most a
     /// reconciler's `spec.limits.memoryMiB` may ask for.
     #[command(flatten)]
@@ -97,7 +97,8 @@ async fn serve_async(args: ServeArgs) -> anyhow::Result<()> {
         runtime,
         defaults,
         metrics,
-        resync_period: args.resync.period(),
+        resync_period: args.policy.period(),
+        adopt_orphans: args.policy.adopt_orphans,
     });
 
     let mut selector = watcher::Config::default();

@@ -238,6 +238,8 @@ impl Definition {
                 concurrency: spec.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),
                 // The host's `--resync-period`, set when the reconciler starts.
                 resync_period: None,
+                // The host's `--adopt-orphans`, likewise.
+                adopt_orphans: false,
             },
             module: ConfigMapRef {
                 namespace: module_namespace,

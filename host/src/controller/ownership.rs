@@ -1,0 +1,153 @@
+//! The ownership rule: a parent changes only objects it controls.
+//!
+//! A guest names its children, and a name is no boundary: it can name a Deployment a person made, or
+//! the child of another parent. A forced server-side apply would take either over (the host's one
+//! field manager rewrites the spec and the controller ownerReference), and deleting the new parent
+//! would then garbage-collect it. So before anything of an answer is applied, the host finds out who
+//! controls each desired child that the parent does not already own: the UID in the controller
+//! ownerReference decides, never a label (a guest can put the managed-by label on anything it names).
+
+use kube::core::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
+
+use super::context::{ChildKind, Context};
+use super::error::ReconcileError;
+use super::observe::Observed;
+use crate::validate::Child;
+
+/// How a desired child may be applied, once its owner is known.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Claim {
+    /// The parent controls it, or nothing of that name exists: apply.
+    Apply,
+    /// It exists and nothing controls it, and the operator allowed adoption: apply only if it is still
+    /// at this resourceVersion (a person changing it meanwhile stops the adoption).
+    Adopt { resource_version: String },
+}
+
+impl Context {
+    /// The claim on each of `children` (same order), or the refusal of the whole answer: a child
+    /// controlled by something else (`ChildOwnedByOther`), or by nothing without `--adopt-orphans`
+    /// (`ChildExists`). Children the parent owns (`observed`) need no lookup; the others are looked up
+    /// in their kind's cache (which holds only labelled objects), then with a GET.
+    pub async fn claim_children(
+        &self,
+        parent_uid: &str,
+        children: &[Child],
+        observed: &[Observed<'_>],
+        namespace: &str,
+    ) -> Result<Vec<Claim>, ReconcileError> {
+        let mut claims = Vec::with_capacity(children.len());
+        for child in children {
+            let owned = observed
+                .iter()
+                .any(|o| o.kind.gvk == child.kind && o.name() == child.name);
+            if owned {
+                claims.push(Claim::Apply);
+                continue;
+            }
+            let kind = self.child_kind(child);
+            let existing = match self.cached(kind, &child.name, namespace) {
+                Some(object) => Some(object),
+                None => self
+                    .api(&kind.kind, namespace)
+                    .get_opt(&child.name)
+                    .await
+                    .map_err(|source| ReconcileError::Lookup {
+                        child: child_id(child),
+                        source,
+                    })?,
+            };
+            claims.push(match existing {
+                None => Claim::Apply,
+                Some(object) => self.claim(parent_uid, child, &object)?,
+            });
+        }
+        Ok(claims)
+    }
+
+    /// The claim on an existing object of the child's kind and name.
+    fn claim(
+        &self,
+        parent_uid: &str,
+        child: &Child,
+        existing: &DynamicObject,
+    ) -> Result<Claim, ReconcileError> {
+        match controller_of(existing) {
+            Some(controller) if controller.uid == parent_uid => Ok(Claim::Apply),
+            Some(controller) => Err(ReconcileError::ChildOwnedByOther {
+                child: child_id(child),
+                controller: format!("{}/{}", controller.kind, controller.name),
+                uid: controller.uid.clone(),
+            }),
+            None if self.adopt_orphans => Ok(Claim::Adopt {
+                resource_version: existing
+                    .metadata
+                    .resource_version
+                    .clone()
+                    .unwrap_or_default(),
+            }),
+            None => Err(ReconcileError::ChildExists {
+                child: child_id(child),
+            }),
+        }
+    }
+
+    /// The allow-listed kind of a validated child.
+    pub(super) fn child_kind(&self, child: &Child) -> &ChildKind {
+        self.children
+            .iter()
+            .find(|c| c.kind.gvk == child.kind)
+            .expect("validated children are of allow-listed kinds")
+    }
+
+    fn cached(&self, kind: &ChildKind, name: &str, namespace: &str) -> Option<DynamicObject> {
+        let key = ObjectRef::new_with(name, kind.kind.resource.clone()).within(namespace);
+        kind.store.get(&key).map(|object| object.as_ref().clone())
+    }
+}
+
+/// `Kind/name`, as conditions and Events name a child.
+pub fn child_id(child: &Child) -> String {
+    format!("{}/{}", child.kind.kind, child.name)
+}
+
+/// The controller ownerReference of an object, if it has one.
+fn controller_of(
+    object: &DynamicObject,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(owner_references: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x", "namespace": "ns", "ownerReferences": owner_references},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_a_controller_reference_controls() {
+        let owner = |controller: bool| {
+            json!([{"apiVersion": "example.com/v1alpha1", "kind": "MyApp", "name": "a",
+                    "uid": "u-a", "controller": controller}])
+        };
+        assert_eq!(controller_of(&object(owner(true))).unwrap().uid, "u-a");
+        assert!(
+            controller_of(&object(owner(false))).is_none(),
+            "a plain owner does not control"
+        );
+        assert!(controller_of(&object(json!([]))).is_none());
+    }
+}
