@@ -102,6 +102,14 @@ pub struct RuntimeArgs {
     /// Memory cap of one guest instance, in MiB.
     #[arg(long, env = "RECONCILE_HOST_GUEST_MEMORY_MIB", default_value_t = 64)]
     pub guest_memory_mib: usize,
+    /// Linear memory of all guest instances together, in MiB: calls wait for it, up to their deadline.
+    /// Keep it plus the host's own memory (~100 MiB) under the container's memory limit.
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_GUEST_MEMORY_BUDGET_MIB",
+        default_value_t = 256
+    )]
+    pub guest_memory_budget_mib: usize,
     /// Cap on what one guest call may return (children + status), in KiB.
     #[arg(
         long,
@@ -109,6 +117,14 @@ pub struct RuntimeArgs {
         default_value_t = 4096
     )]
     pub guest_max_output_kib: usize,
+    /// Cap on the status one guest call may return, in KiB: refused before any API call, well inside
+    /// what the API server takes for a whole object.
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_GUEST_MAX_STATUS_KIB",
+        default_value_t = 64
+    )]
+    pub guest_max_status_kib: usize,
     /// Directory for compiled modules, so restarts skip compilation.
     #[arg(long, env = "RECONCILE_HOST_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -122,7 +138,9 @@ impl RuntimeArgs {
         RuntimeConfig::default()
             .deadline(Duration::from_millis(self.guest_deadline_ms))
             .memory_limit(self.guest_memory_mib << 20)
+            .memory_budget(self.guest_memory_budget_mib << 20)
             .max_output_bytes(self.guest_max_output_kib << 10)
+            .max_status_bytes(self.guest_max_status_kib << 10)
             .cache_dir(self.cache_dir.clone())
             .reuse_instance_calls(self.reuse_instance_calls)
     }

@@ -1,7 +1,7 @@
 //! Hot swap on the real control plane: 50 MyApps follow a new module without a host restart, from a
 //! ConfigMap watched through the API and from a kubelet-style mounted file; a garbage module is refused
-//! while the old logic keeps serving; and a guest that loops or allocates without bound for one parent
-//! fails that parent alone.
+//! while the old logic keeps serving; and a guest that loops, allocates without bound, panics or returns
+//! an oversized status for one parent fails that parent alone, with a message a person can act on.
 
 mod common;
 
@@ -265,7 +265,7 @@ async fn a_mounted_file_swap_reaches_every_parent() {
 }
 
 #[tokio::test]
-async fn a_guest_that_loops_or_hoards_memory_fails_only_its_own_parent() {
+async fn a_guest_that_loops_hoards_panics_or_bloats_its_status_fails_only_its_own_parent() {
     let cluster = TestCluster::shared();
     let _guard = failure_guard(cluster);
     install_crd(cluster);
@@ -293,12 +293,31 @@ async fn a_guest_that_loops_or_hoards_memory_fails_only_its_own_parent() {
     );
     create_myapp(&client, &namespace, "looper", json!({"fault": "loop"})).await;
     create_myapp(&client, &namespace, "hoarder", json!({"fault": "grow"})).await;
+    let panic = "panic:spec.size must be positive, got -3";
+    create_myapp(&client, &namespace, "panicker", json!({ "fault": panic })).await;
+    create_myapp(
+        &client,
+        &namespace,
+        "bloater",
+        json!({"fault": "big-status"}),
+    )
+    .await;
     for i in 0..10 {
         create_myapp(&client, &namespace, &format!("healthy-{i}"), json!({})).await;
     }
     for (name, reason, words) in [
         ("looper", "GuestDeadlineExceeded", "deadline"),
         ("hoarder", "GuestMemoryLimitExceeded", "memory limit"),
+        (
+            "panicker",
+            "GuestTrapped",
+            "spec.size must be positive, got -3",
+        ),
+        (
+            "bloater",
+            "GuestStatusTooLarge",
+            "more than the limit of 65536 bytes",
+        ),
     ] {
         let status = wait_status(
             &client,
@@ -329,5 +348,26 @@ async fn a_guest_that_loops_or_hoards_memory_fails_only_its_own_parent() {
         configmaps.get(&format!("{name}-cm")).await.unwrap();
     }
     assert!(configmaps.get_opt("looper-cm").await.unwrap().is_none());
+    assert!(configmaps.get_opt("bloater-cm").await.unwrap().is_none());
+    // What the panicking guest said is what a person reads, in the condition and the Event.
+    let describe = cluster
+        .kubectl()
+        .args(["describe", "myapp", "panicker", "-n", &namespace])
+        .output()
+        .unwrap();
+    let describe = String::from_utf8_lossy(&describe.stdout);
+    assert!(
+        describe
+            .matches("spec.size must be positive, got -3")
+            .count()
+            >= 2,
+        "{describe}"
+    );
+    assert!(!describe.contains("wasm backtrace"), "{describe}");
+    let log = host.log();
+    assert!(
+        log.contains("spec.size must be positive") && !log.contains('\u{1b}'),
+        "the log (a file, not a terminal) has the guest's words and no colour codes"
+    );
     assert!(host.is_running(), "the host must survive its guests");
 }

@@ -78,11 +78,31 @@ fn myapp_guest_matches_every_fixture() {
 }
 
 #[test]
-fn a_trap_is_reported_and_the_next_call_works() {
+fn a_panic_is_reported_with_what_the_guest_said_and_the_next_call_works() {
     let module = faults();
-    let err = call_fault(&module, "trap").unwrap_err();
-    assert!(matches!(err, GuestError::Trap(_)), "{err}");
+    let err = call_fault(&module, "panic:spec.size must be positive").unwrap_err();
+    let GuestError::Trap { what, said } = &err else {
+        panic!("not a trap: {err}");
+    };
+    assert!(what.contains("unreachable"), "{what}");
+    assert!(said.contains("spec.size must be positive"), "{said}");
+    let message = err.to_string();
+    assert!(
+        !message.contains("backtrace") && !message.contains("0x"),
+        "no wasm backtrace in what users read: {message}"
+    );
     assert_next_call_works(&module);
+}
+
+#[test]
+fn an_oversized_status_is_refused_with_its_size() {
+    let module = faults();
+    let err = call_fault(&module, "big-status").unwrap_err();
+    assert!(
+        matches!(err, GuestError::StatusTooLarge { size, limit: 65536 } if size > 100 << 10),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--guest-max-status-kib"), "{err}");
 }
 
 #[test]
@@ -303,7 +323,7 @@ fn reused_instances_serve_many_calls_and_are_dropped_after_a_trap() {
     }
     assert!(matches!(
         call_fault(&module, "trap"),
-        Err(GuestError::Trap(_))
+        Err(GuestError::Trap { .. })
     ));
     assert_next_call_works(&module);
 }

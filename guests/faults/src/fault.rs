@@ -13,6 +13,10 @@ pub(crate) enum Fault {
     Label(String),
     /// `fixed-name:<name>`: the well-behaved ConfigMap, but named `<name>` (whoever else has it).
     FixedName(String),
+    /// `panic:<message>`: panics with `<message>`, which the host should report.
+    Panic(String),
+    /// `big-status`: the well-behaved ConfigMap with a status of ~100 KiB.
+    BigStatus,
     /// `trap`: panics, which (with `panic = "abort"`) traps.
     Trap,
     /// `loop`: spins forever.
@@ -47,12 +51,16 @@ impl Fault {
         if let Some(text) = s.strip_prefix("label:") {
             return Ok(Fault::Label(text.to_owned()));
         }
+        if let Some(message) = s.strip_prefix("panic:") {
+            return Ok(Fault::Panic(message.to_owned()));
+        }
         if let Some(name) = s.strip_prefix("fixed-name:") {
             return Ok(Fault::FixedName(name.to_owned()));
         }
         Ok(match s {
             "" | "none" => Fault::None,
             "trap" => Fault::Trap,
+            "big-status" => Fault::BigStatus,
             "loop" => Fault::Loop,
             "grow" => Fault::Grow,
             "invalid-json" => Fault::InvalidJson,
@@ -78,6 +86,11 @@ impl Fault {
             Fault::None => respond(vec![parent.own_config_map(None)], ok),
             Fault::Label(text) => respond(vec![parent.own_config_map(Some(&text))], ok),
             Fault::FixedName(name) => respond(vec![config_map(&name, namespace, none(), None)], ok),
+            Fault::Panic(message) => panic!("{message}"),
+            Fault::BigStatus => {
+                let status = json!({ "blob": "x".repeat(100 << 10) });
+                respond(vec![parent.own_config_map(None)], Some(status))
+            }
             Fault::Trap => panic!("fault: trap"),
             Fault::Loop => {
                 let mut n = 0u64;

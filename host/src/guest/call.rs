@@ -7,6 +7,8 @@ use serde_json::{Map, Value};
 use wasmtime::{Store, Trap};
 
 use super::bindings::{Request, Response};
+use super::budget::Reservation;
+use super::config::RuntimeConfig;
 use super::error::GuestError;
 use super::module::Module;
 use super::state::GuestState;
@@ -28,7 +30,7 @@ impl Module {
     /// Calls the guest for one parent and parses its answer. `tag` names the parent in guest logs.
     pub fn call(&self, tag: &str, request: &Request) -> Result<Answer, GuestError> {
         let response = self.call_raw(tag, request)?;
-        parse_answer(response, self.runtime.config.max_output_bytes)
+        parse_answer(response, &self.runtime.config)
     }
 
     /// Calls the guest and returns its strings as they are (the benchmarks measure this part alone).
@@ -37,16 +39,16 @@ impl Module {
             return self.call_reused(tag, request);
         }
         let mut store = self.new_store(tag.to_string());
-        let result = self
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| GuestError::Instantiate(format!("{e:#}")))
-            .and_then(|bindings| {
+        match self.pre.instantiate(&mut store) {
+            Ok(bindings) => {
                 let result = bindings.call_reconcile(&mut store, request);
-                classify(&store, self.runtime.config.deadline, result)
-            });
-        store.data_mut().flush_stdio();
-        result
+                finish(&mut store, self.runtime.config.deadline, result)
+            }
+            Err(e) => {
+                store.data_mut().flush_stdio();
+                Err(GuestError::Instantiate(format!("{e:#}")))
+            }
+        }
     }
 
     /// A store with a fresh WASI context, the memory cap and the deadline armed.
@@ -54,7 +56,12 @@ impl Module {
         let config = &self.runtime.config;
         let mut store = Store::new(
             &self.runtime.engine,
-            GuestState::new(tag, config.memory_limit, config.max_log_bytes),
+            GuestState::new(
+                tag,
+                config.memory_limit,
+                Reservation::new(self.runtime.budget.clone(), config.deadline),
+                config.max_log_bytes,
+            ),
         );
         store.limiter(|state| &mut state.memory);
         store.set_epoch_deadline(self.runtime.deadline_ticks());
@@ -62,12 +69,24 @@ impl Module {
     }
 }
 
+/// Ends a call: moves the guest's output to the log and maps the result to what happened.
+pub(crate) fn finish(
+    store: &mut Store<GuestState>,
+    deadline: Duration,
+    result: wasmtime::Result<Result<Response, String>>,
+) -> Result<Response, GuestError> {
+    let stderr = store.data_mut().flush_stdio();
+    classify(store, deadline, result, &stderr)
+}
+
 /// Maps wasmtime's error to what happened, using the limiter's record to tell a memory cap from a
-/// genuine trap.
-pub(crate) fn classify(
+/// genuine trap. A trap is told by what the guest last wrote to stderr (a Rust panic message, a JS
+/// or Python exception), not by the wasm backtrace, which goes to the log at debug level.
+fn classify(
     store: &Store<GuestState>,
     deadline: Duration,
     result: wasmtime::Result<Result<Response, String>>,
+    stderr: &str,
 ) -> Result<Response, GuestError> {
     match result {
         Ok(Ok(response)) => Ok(response),
@@ -75,20 +94,54 @@ pub(crate) fn classify(
         Err(_) if store.data().memory.exceeded => Err(GuestError::MemoryLimit {
             limit_bytes: store.data().memory.limit,
         }),
+        Err(_) if store.data().memory.budget_exhausted => Err(GuestError::MemoryBudget {
+            budget_bytes: store.data().memory.reservation.budget(),
+        }),
         Err(e) if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) => {
             Err(GuestError::Deadline(deadline))
         }
-        Err(e) => Err(GuestError::Trap(truncate(format!("{e:#}"), MAX_MESSAGE))),
+        Err(e) => {
+            tracing::debug!(target: "guest", error = format!("{e:?}"), "guest trapped");
+            let what = match e.downcast_ref::<Trap>() {
+                Some(trap) => trap.to_string(),
+                None => e.to_string(),
+            };
+            Err(GuestError::Trap {
+                what,
+                said: last_words(stderr),
+            })
+        }
     }
 }
 
-fn parse_answer(response: Response, max_output_bytes: usize) -> Result<Answer, GuestError> {
-    let size = response.children.iter().map(String::len).sum::<usize>()
-        + response.status.as_ref().map_or(0, String::len);
-    if size > max_output_bytes {
+/// The end of what the guest wrote to stderr, on one line, without the Rust runtime's hint about
+/// backtraces: where a panic message or an exception is.
+fn last_words(stderr: &str) -> String {
+    let text = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    match text.char_indices().rev().nth(MAX_MESSAGE - 1) {
+        Some((cut, _)) => format!("...{}", &text[cut..]),
+        None => text,
+    }
+}
+
+fn parse_answer(response: Response, config: &RuntimeConfig) -> Result<Answer, GuestError> {
+    let status_size = response.status.as_ref().map_or(0, String::len);
+    let size = response.children.iter().map(String::len).sum::<usize>() + status_size;
+    if size > config.max_output_bytes {
         return Err(GuestError::OutputTooLarge {
             size,
-            limit: max_output_bytes,
+            limit: config.max_output_bytes,
+        });
+    }
+    if status_size > config.max_status_bytes {
+        return Err(GuestError::StatusTooLarge {
+            size: status_size,
+            limit: config.max_status_bytes,
         });
     }
     let children = response

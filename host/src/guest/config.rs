@@ -10,8 +10,14 @@ pub struct RuntimeConfig {
     pub deadline: Duration,
     /// Linear memory cap of one instance; growing past it traps.
     pub memory_limit: usize,
+    /// Linear memory of all live instances together (see `budget`); only the host's runtime's counts,
+    /// the runtimes derived from it share its budget.
+    pub memory_budget: usize,
     /// Cap on the bytes a guest may return (children + status), checked before parsing.
     pub max_output_bytes: usize,
+    /// Cap on the status a guest may return; a status is one field of the parent, and the API server's
+    /// own size error (at ~1.5 MiB for the whole object) would be no message for a user.
+    pub max_status_bytes: usize,
     /// Cap on what a guest may write to stdout/stderr and `log` in one call; the rest is dropped.
     pub max_log_bytes: usize,
     /// Where compiled artifacts are kept across restarts; `None` compiles every time.
@@ -28,7 +34,9 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             deadline: Duration::from_secs(1),
             memory_limit: 64 << 20,
+            memory_budget: 256 << 20,
             max_output_bytes: 4 << 20,
+            max_status_bytes: 64 << 10,
             max_log_bytes: 64 << 10,
             cache_dir: None,
             max_instances: 64,
@@ -46,8 +54,16 @@ impl RuntimeConfig {
         self.memory_limit = bytes;
         self
     }
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        self.memory_budget = bytes;
+        self
+    }
     pub fn max_output_bytes(mut self, bytes: usize) -> Self {
         self.max_output_bytes = bytes;
+        self
+    }
+    pub fn max_status_bytes(mut self, bytes: usize) -> Self {
+        self.max_status_bytes = bytes;
         self
     }
     pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {

@@ -9,6 +9,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings::Reconciler;
+use super::budget::MemoryBudget;
 use super::config::RuntimeConfig;
 use super::state::GuestState;
 
@@ -25,11 +26,19 @@ pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<GuestState>,
     pub(crate) config: RuntimeConfig,
+    pub(crate) budget: Arc<MemoryBudget>,
     ticker: Arc<EpochTicker>,
 }
 
 impl Runtime {
     pub fn new(config: RuntimeConfig) -> anyhow::Result<Arc<Runtime>> {
+        if config.memory_limit > config.memory_budget {
+            anyhow::bail!(
+                "a guest memory limit of {} MiB exceeds the guests' memory budget of {} MiB",
+                config.memory_limit >> 20,
+                config.memory_budget >> 20
+            );
+        }
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(config.max_instances)
             .total_core_instances(config.max_instances * 8)
@@ -58,6 +67,7 @@ impl Runtime {
             ticker: EpochTicker::start(engine.clone()),
             engine,
             linker,
+            budget: MemoryBudget::new(config.memory_budget),
             config,
         }))
     }
@@ -79,14 +89,21 @@ impl Runtime {
             config: RuntimeConfig {
                 max_instances: self.config.max_instances,
                 cache_dir: self.config.cache_dir.clone(),
+                memory_budget: self.config.memory_budget,
                 ..config
             },
+            budget: self.budget.clone(),
             ticker: self.ticker.clone(),
         }))
     }
 
     pub fn config(&self) -> &RuntimeConfig {
         &self.config
+    }
+
+    /// The memory budget shared by every call of this runtime and of those derived from it.
+    pub fn memory_budget(&self) -> &MemoryBudget {
+        &self.budget
     }
 
     /// The deadline in epoch ticks, rounded up, plus one: the current tick is already partly over, so

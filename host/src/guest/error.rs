@@ -27,12 +27,22 @@ pub enum GuestError {
     Deadline(Duration),
     #[error("guest exceeded its memory limit of {limit_bytes} bytes")]
     MemoryLimit { limit_bytes: usize },
-    #[error("guest trapped: {0}")]
-    Trap(String),
+    /// `what` is the trap (e.g. an `unreachable` instruction, which is how a Rust panic ends); `said` is
+    /// the end of what the guest wrote to stderr, where its panic message or exception is.
+    #[error(
+        "the guests' memory budget of {budget_bytes} bytes (--guest-memory-budget-mib), shared by all calls, stayed spent until this call's deadline"
+    )]
+    MemoryBudget { budget_bytes: usize },
+    #[error("guest trapped ({what}){}", if said.is_empty() { String::new() } else { format!(": {said}") })]
+    Trap { what: String, said: String },
     #[error("guest returned an error: {0}")]
     Rejected(String),
     #[error("guest output is {size} bytes, more than the limit of {limit} bytes")]
     OutputTooLarge { size: usize, limit: usize },
+    #[error(
+        "guest status is {size} bytes, more than the limit of {limit} bytes (--guest-max-status-kib)"
+    )]
+    StatusTooLarge { size: usize, limit: usize },
     #[error("guest output is not valid JSON ({what}): {reason}")]
     InvalidJson { what: String, reason: String },
     #[error("cannot instantiate guest: {0}")]
@@ -45,9 +55,11 @@ impl GuestError {
         match self {
             GuestError::Deadline(_) => "GuestDeadlineExceeded",
             GuestError::MemoryLimit { .. } => "GuestMemoryLimitExceeded",
-            GuestError::Trap(_) => "GuestTrapped",
+            GuestError::MemoryBudget { .. } => "GuestMemoryBudgetExhausted",
+            GuestError::Trap { .. } => "GuestTrapped",
             GuestError::Rejected(_) => "GuestRejected",
             GuestError::OutputTooLarge { .. } => "GuestOutputTooLarge",
+            GuestError::StatusTooLarge { .. } => "GuestStatusTooLarge",
             GuestError::InvalidJson { .. } => "GuestOutputInvalid",
             GuestError::Instantiate(_) => "GuestInstantiateFailed",
         }

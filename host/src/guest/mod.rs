@@ -1,8 +1,10 @@
 //! The guest runtime: everything about running untrusted reconcile logic compiled to a WebAssembly
 //! component. One engine per process (`engine`), modules compiled once and cached on disk (`module`,
-//! `cache`), and calls that are fresh, sandboxed and bounded (`call`, `state`, `stdio`, `reuse`).
+//! `cache`), and calls that are fresh, sandboxed and bounded (`call`, `state`, `stdio`, `reuse`), with
+//! their memory bounded in total (`budget`).
 
 mod bindings;
+mod budget;
 mod cache;
 mod call;
 mod config;
@@ -14,6 +16,7 @@ mod state;
 mod stdio;
 
 pub use bindings::{Request, Response, WORLD};
+pub use budget::MemoryBudget;
 pub use call::Answer;
 pub(crate) use call::json_kind;
 pub use config::RuntimeConfig;

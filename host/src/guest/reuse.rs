@@ -4,7 +4,7 @@
 use wasmtime::Store;
 
 use super::bindings::{Reconciler, Request, Response};
-use super::call::classify;
+use super::call::finish;
 use super::error::GuestError;
 use super::module::Module;
 use super::state::GuestState;
@@ -21,7 +21,8 @@ impl Module {
         let warm = self.warm.lock().expect("warm pool poisoned").pop();
         let mut warm = match warm {
             Some(mut warm) => {
-                warm.store.data_mut().retag(tag.to_string());
+                let deadline = self.runtime.config.deadline;
+                warm.store.data_mut().retag(tag.to_string(), deadline);
                 warm.store.set_epoch_deadline(self.runtime.deadline_ticks());
                 warm
             }
@@ -39,13 +40,15 @@ impl Module {
             }
         };
         let result = warm.bindings.call_reconcile(&mut warm.store, request);
-        let result = classify(&warm.store, self.runtime.config.deadline, result);
-        warm.store.data_mut().flush_stdio();
+        let result = finish(&mut warm.store, self.runtime.config.deadline, result);
         warm.calls += 1;
         // A trapped instance may be in any state: drop it. A guest error string is a normal answer.
         let healthy = !matches!(
             result,
-            Err(GuestError::Trap(_) | GuestError::Deadline(_) | GuestError::MemoryLimit { .. })
+            Err(GuestError::Trap { .. }
+                | GuestError::Deadline(_)
+                | GuestError::MemoryLimit { .. }
+                | GuestError::MemoryBudget { .. })
         );
         if healthy && warm.calls < self.runtime.config.reuse_instance_calls {
             self.warm.lock().expect("warm pool poisoned").push(warm);

@@ -7,6 +7,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::Level;
 use super::bindings::reconcile::guest::{log, types};
+use super::budget::Reservation;
 use super::stdio::CapturedOutput;
 
 /// Everything a guest may touch from the host, rebuilt for every call so that nothing leaks between
@@ -23,16 +24,19 @@ pub struct GuestState {
     max_log_bytes: usize,
 }
 
-/// A memory limiter that remembers it refused, so that the trap it causes is reported as what it is.
+/// A memory limiter: the instance's own cap, then the host-wide budget. It remembers which refused, so
+/// that the trap it causes is reported as what it is.
 pub(crate) struct MemoryCap {
     pub(crate) limit: usize,
     pub(crate) exceeded: bool,
+    pub(crate) reservation: Reservation,
+    pub(crate) budget_exhausted: bool,
 }
 
 impl ResourceLimiter for MemoryCap {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
@@ -41,6 +45,13 @@ impl ResourceLimiter for MemoryCap {
             return Err(wasmtime::format_err!(
                 "guest memory limit of {} bytes exceeded",
                 self.limit
+            ));
+        }
+        if !self.reservation.grow(desired.saturating_sub(current)) {
+            self.budget_exhausted = true;
+            return Err(wasmtime::format_err!(
+                "the guests' memory budget of {} bytes stayed spent until the deadline",
+                self.reservation.budget()
             ));
         }
         Ok(true)
@@ -57,7 +68,12 @@ impl ResourceLimiter for MemoryCap {
 }
 
 impl GuestState {
-    pub fn new(tag: String, memory_limit: usize, max_log_bytes: usize) -> GuestState {
+    pub(crate) fn new(
+        tag: String,
+        memory_limit: usize,
+        reservation: Reservation,
+        max_log_bytes: usize,
+    ) -> GuestState {
         let stdout = CapturedOutput::new(max_log_bytes);
         let stderr = CapturedOutput::new(max_log_bytes);
         let wasi = WasiCtxBuilder::new()
@@ -73,6 +89,8 @@ impl GuestState {
             memory: MemoryCap {
                 limit: memory_limit,
                 exceeded: false,
+                reservation,
+                budget_exhausted: false,
             },
             stdout,
             stderr,
@@ -82,24 +100,32 @@ impl GuestState {
         }
     }
 
-    /// Readies a reused instance's state for a call for another parent.
-    pub fn retag(&mut self, tag: String) {
+    /// Readies a reused instance's state for a call for another parent, within `deadline`.
+    pub fn retag(&mut self, tag: String, deadline: std::time::Duration) {
+        self.memory.reservation.rearm(deadline);
         self.tag = tag;
         self.log_budget = self.max_log_bytes;
     }
 
-    /// Moves what the guest printed during the call into the host's log, one event per line.
-    pub fn flush_stdio(&mut self) {
+    /// Moves what the guest printed during the call into the host's log, one event per line, and
+    /// returns what it wrote to stderr (where a panicking guest says why).
+    pub fn flush_stdio(&mut self) -> String {
+        let mut stderr = String::new();
         for (stream, output) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             let drained = output.drain();
-            for line in String::from_utf8_lossy(&drained.kept).lines() {
+            let text = String::from_utf8_lossy(&drained.kept);
+            for line in text.lines() {
                 tracing::info!(target: "guest", parent = %self.tag, stream, "{line}");
             }
             if drained.dropped > 0 {
                 tracing::warn!(target: "guest", parent = %self.tag, stream, dropped_bytes = drained.dropped,
                     "guest output over {} bytes in one call; dropped the rest", self.max_log_bytes);
             }
+            if stream == "stderr" {
+                stderr = text.into_owned();
+            }
         }
+        stderr
     }
 }
 

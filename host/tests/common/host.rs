@@ -94,6 +94,22 @@ impl HostProcess {
         Some(addr)
     }
 
+    /// A field of the process's /proc status in bytes (`VmRSS`: resident now, `VmHWM`: the peak).
+    pub fn memory(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(&format!("{field}:")))
+            .unwrap_or_else(|| panic!("no {field} in {status}"));
+        let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kib << 10
+    }
+
+    /// Starts measuring the peak resident memory (`VmHWM`) from now.
+    pub fn reset_peak_memory(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5").unwrap();
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
