@@ -9,7 +9,6 @@ use kube::api::Api;
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::component;
 use common::host::HostProcess;
 use common::myapp::*;
 
@@ -25,17 +24,10 @@ async fn hoarding_guests_on_many_parents_stay_within_the_budget_while_others_con
     let namespace = cluster.namespace("budget").await.unwrap();
     let client = cluster.client().await.unwrap();
     let budget = BUDGET_MIB.to_string();
-    let host = HostProcess::start(
+    let host = HostProcess::faults(
         cluster.kubeconfig_path(),
+        &namespace,
         &[
-            "--parent",
-            "example.com/v1alpha1/MyApp",
-            "--child",
-            "v1/ConfigMap",
-            "--namespace",
-            &namespace,
-            "--module",
-            component("guest_faults").to_str().unwrap(),
             "--concurrency",
             "16",
             "--guest-memory-mib",

@@ -271,17 +271,10 @@ async fn a_guest_that_loops_hoards_panics_or_bloats_its_status_fails_only_its_ow
     install_crd(cluster);
     let namespace = cluster.namespace("faults").await.unwrap();
     let client = cluster.client().await.unwrap();
-    let mut host = HostProcess::start(
+    let mut host = HostProcess::faults(
         cluster.kubeconfig_path(),
+        &namespace,
         &[
-            "--parent",
-            "example.com/v1alpha1/MyApp",
-            "--child",
-            "v1/ConfigMap",
-            "--namespace",
-            &namespace,
-            "--module",
-            component("guest_faults").to_str().unwrap(),
             // The deadline counts wall time from instantiation: on a loaded 2-core machine, filling
             // 32 MiB page by page has taken over 300 ms, so the hoarder must have room to hit its
             // memory cap first.

@@ -185,19 +185,7 @@ async fn two_parents_naming_one_child_the_first_keeps_it_and_prune_spares_what_i
     install_crd(cluster);
     let namespace = cluster.namespace("rivals").await.unwrap();
     let client = cluster.client().await.unwrap();
-    let _host = HostProcess::start(
-        cluster.kubeconfig_path(),
-        &[
-            "--parent",
-            "example.com/v1alpha1/MyApp",
-            "--child",
-            "v1/ConfigMap",
-            "--namespace",
-            &namespace,
-            "--module",
-            component("guest_faults").to_str().unwrap(),
-        ],
-    );
+    let _host = HostProcess::faults(cluster.kubeconfig_path(), &namespace, &[]);
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     // A person's ConfigMap carrying the host's label: in the cache, but controlled by no parent.
     let bystander: ConfigMap = serde_json::from_value(json!({

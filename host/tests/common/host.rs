@@ -57,12 +57,29 @@ impl HostProcess {
 
     /// Starts the host for MyApp parents and Deployment children in one namespace.
     pub fn myapp(kubeconfig: &Path, namespace: &str, module: &Path, extra: &[&str]) -> HostProcess {
+        HostProcess::for_myapps("apps/v1/Deployment", kubeconfig, namespace, module, extra)
+    }
+
+    /// Starts the host with the faults guest for MyApp parents (`spec.fault`) and ConfigMap children
+    /// in one namespace.
+    pub fn faults(kubeconfig: &Path, namespace: &str, extra: &[&str]) -> HostProcess {
+        let module = super::guests::component("guest_faults");
+        HostProcess::for_myapps("v1/ConfigMap", kubeconfig, namespace, &module, extra)
+    }
+
+    fn for_myapps(
+        child: &str,
+        kubeconfig: &Path,
+        namespace: &str,
+        module: &Path,
+        extra: &[&str],
+    ) -> HostProcess {
         let module = module.to_str().unwrap();
         let mut args = vec![
             "--parent",
             "example.com/v1alpha1/MyApp",
             "--child",
-            "apps/v1/Deployment",
+            child,
             "--namespace",
             namespace,
             "--module",
