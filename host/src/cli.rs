@@ -46,6 +46,9 @@ pub enum Command {
     /// Check a reconciler against a directory of fixture cases (input + expected answer each), with no
     /// cluster; exits non-zero if any case fails.
     Conformance(ConformanceArgs),
+    /// Show what a module would change on every live parent (server-side dry-run, writes nothing);
+    /// exits 2 if any parent would fail, 3 with --fail-on-change if any would change.
+    Plan(Box<crate::plan::PlanArgs>),
 }
 
 #[derive(Debug, Args)]

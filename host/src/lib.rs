@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod controller;
 pub mod guest;
 pub mod kind;
+pub mod plan;
 pub mod platform;
 pub mod render;
 pub mod source;

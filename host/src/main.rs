@@ -1,35 +1,42 @@
-//! reconcile-host: parse the command line and hand over to `render`, `conformance`, the controller
-//! (`run`) or the platform (`serve`).
+//! reconcile-host: parse the command line and hand over to `render`, `conformance`, `plan`, the
+//! controller (`run`) or the platform (`serve`).
+
+use std::process::ExitCode;
 
 use clap::Parser;
 use reconcile_host::cli::{Cli, Command};
-use reconcile_host::{conformance, controller, platform, render, telemetry};
+use reconcile_host::{conformance, controller, plan, platform, render, telemetry};
 
-fn main() -> std::process::ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    let done = |()| ExitCode::SUCCESS;
     let result = match cli.command {
         Command::Render(args) => {
             telemetry::init_logging(cli.log_format, "warn");
-            render::render(&args, &mut std::io::stdout().lock())
+            render::render(&args, &mut std::io::stdout().lock()).map(done)
         }
         Command::Conformance(args) => {
             telemetry::init_logging(cli.log_format, "warn");
-            conformance::conformance(&args, &mut std::io::stdout().lock())
+            conformance::conformance(&args, &mut std::io::stdout().lock()).map(done)
+        }
+        Command::Plan(args) => {
+            telemetry::init_logging(cli.log_format, "warn");
+            plan::plan(&args, &mut std::io::stdout().lock())
         }
         Command::Run(args) => {
             telemetry::init_logging(cli.log_format, "info,kube=warn");
-            controller::run(*args)
+            controller::run(*args).map(done)
         }
         Command::Serve(args) => {
             telemetry::init_logging(cli.log_format, "info,kube=warn");
-            platform::serve(*args)
+            platform::serve(*args).map(done)
         }
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }

@@ -72,14 +72,7 @@ impl Context {
         let params = PatchParams::apply(MANAGER).force();
         let mut changes = Vec::new();
         for (child, claim) in children.iter().zip(claims) {
-            let mut object = child.object.clone();
-            let metadata = &mut object["metadata"];
-            metadata["ownerReferences"] = json!([owner]);
-            if !metadata["labels"].is_object() {
-                metadata["labels"] = json!({});
-            }
-            metadata["labels"][MANAGED_BY_LABEL] = json!(MANAGER);
-
+            let object = apply_body(&owner, child);
             let id = child_id(child);
             let key = format!("{}/{namespace}/{}", child.kind, child.name);
             let before = observed
@@ -162,6 +155,19 @@ impl Context {
     }
 }
 
+/// What the host applies for `child`: the guest's object with the parent as controller and the
+/// managed-by label (which only scopes the caches; it grants nothing).
+pub fn apply_body(owner: &Value, child: &Child) -> Value {
+    let mut object = child.object.clone();
+    let metadata = &mut object["metadata"];
+    metadata["ownerReferences"] = json!([owner]);
+    if !metadata["labels"].is_object() {
+        metadata["labels"] = json!({});
+    }
+    metadata["labels"][MANAGED_BY_LABEL] = json!(MANAGER);
+    object
+}
+
 /// Whether the apply changed what the host asked for. Kinds with a `generation` bump it on spec changes
 /// only, so a status update seen after the cache filled (another resourceVersion) is not reported as
 /// an update; kinds without one fall back to the resourceVersion.
@@ -173,7 +179,7 @@ fn changed(before: &DynamicObject, after: &DynamicObject) -> bool {
 }
 
 /// The controller ownerReference, so that garbage collection removes children with their parent.
-fn owner_reference(parent: &DynamicObject) -> Result<Value, ReconcileError> {
+pub fn owner_reference(parent: &DynamicObject) -> Result<Value, ReconcileError> {
     let types = parent
         .types
         .as_ref()

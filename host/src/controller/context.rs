@@ -28,6 +28,16 @@ pub struct ResolvedKind {
     pub resource: ApiResource,
 }
 
+impl ResolvedKind {
+    /// The `apiVersion` and `kind` of its objects, which list responses leave out for built-in kinds.
+    pub fn type_meta(&self) -> kube::core::TypeMeta {
+        kube::core::TypeMeta {
+            api_version: self.resource.api_version.clone(),
+            kind: self.resource.kind.clone(),
+        }
+    }
+}
+
 /// An allow-listed child kind and the cache of its objects that the host manages.
 pub struct ChildKind {
     pub kind: ResolvedKind,

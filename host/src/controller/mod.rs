@@ -30,10 +30,14 @@ use crate::guest::Runtime;
 use crate::kind::Gvk;
 use crate::source::{ConfigMapRef, ModuleSource};
 use crate::telemetry::{Health, Metrics, serve};
+pub use apply::{apply_body, owner_reference};
 pub use context::{Context, DiscoveryError};
 pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
 pub use health::{HealthReport, ReconcilerHealth};
+pub use observe::{Observed, controlled_by};
+pub use ownership::child_id;
+pub use status::{HOST_STATUS_KEYS, READY};
 
 /// The field manager of every apply, and the value of the managed-by label on children.
 pub const MANAGER: &str = "reconcile-host";

@@ -23,15 +23,9 @@ impl Context {
     pub fn observe(&self, namespace: &str, uid: &str) -> Vec<Observed<'_>> {
         let mut observed = Vec::new();
         for child in &self.children {
-            let owned = child.store.state_filter(|obj| {
-                obj.metadata.namespace.as_deref() == Some(namespace)
-                    && obj
-                        .metadata
-                        .owner_references
-                        .iter()
-                        .flatten()
-                        .any(|o| o.uid == uid && o.controller == Some(true))
-            });
+            let owned = child
+                .store
+                .state_filter(|obj| controlled_by(obj, namespace, uid));
             observed.extend(owned.into_iter().map(|object| Observed {
                 kind: &child.kind,
                 object,
@@ -39,4 +33,15 @@ impl Context {
         }
         observed
     }
+}
+
+/// Whether `object` is in `namespace` and its controller ownerReference is the parent with `uid`.
+pub fn controlled_by(object: &DynamicObject, namespace: &str, uid: &str) -> bool {
+    object.metadata.namespace.as_deref() == Some(namespace)
+        && object
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid && o.controller == Some(true))
 }

@@ -94,7 +94,7 @@ impl Context {
     }
 
     /// The allow-listed kind of a validated child.
-    pub(super) fn child_kind(&self, child: &Child) -> &ChildKind {
+    pub fn child_kind(&self, child: &Child) -> &ChildKind {
         self.children
             .iter()
             .find(|c| c.kind.gvk == child.kind)

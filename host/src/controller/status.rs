@@ -11,6 +11,8 @@ use super::error::{ReconcileError, name_of};
 
 /// The condition type the host owns.
 pub const READY: &str = "Ready";
+/// The `.status` keys the host writes beside the guest's part (and the `Ready` condition).
+pub const HOST_STATUS_KEYS: [&str; 2] = ["observedGeneration", "moduleDigest"];
 
 /// How the reconcile ended, as far as the status is concerned.
 pub enum Outcome<'a> {

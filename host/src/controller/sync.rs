@@ -14,7 +14,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt, stream};
-use kube::api::TypeMeta;
 use kube::core::DynamicObject;
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -57,10 +56,7 @@ pub fn watch_cache(
     listed: Listed,
 ) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + use<> {
     let health = ctx.clone();
-    let types = TypeMeta {
-        api_version: kind.resource.api_version.clone(),
-        kind: kind.resource.kind.clone(),
-    };
+    let types = kind.type_meta();
     let api = ctx.api_all(kind);
     let store = writer.as_reader();
     let watch = watcher(api, config)

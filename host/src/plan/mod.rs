@@ -1,0 +1,129 @@
+//! `reconcile-host plan`: what a module would do to the live cluster, without doing it.
+//!
+//! Hot swap puts new logic in front of every parent within seconds; `plan` shows its effect first. For
+//! every live parent it calls the module with the same request the controller would build (the parent
+//! and the children it controls), runs the same safety and ownership rules, and asks the API server
+//! for the result of each apply in dry-run mode, so defaults, admission and other field managers are
+//! accounted for. It writes nothing. The report (`report`) lists the parents that would change or
+//! fail; the exit code lets a CI job gate on it.
+
+mod parent;
+mod report;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use kube::Client;
+use kube::api::ListParams;
+use kube::core::DynamicObject;
+
+use crate::cli::{OutputFormat, RuntimeArgs};
+use crate::controller::{Context, MANAGED_BY_LABEL, MANAGER, Settings};
+use crate::guest::{Module, Runtime};
+use crate::kind::Gvk;
+use crate::telemetry::Metrics;
+pub use parent::{ParentPlan, Verdict};
+pub use report::Summary;
+
+/// Exit code when some parent would fail: the module must not be rolled out as it is.
+pub const EXIT_FAILING: u8 = 2;
+/// Exit code with `--fail-on-change` when some parent would change.
+pub const EXIT_CHANGES: u8 = 3;
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The candidate reconciler component (.wasm).
+    #[arg(long, short = 'm')]
+    pub module: PathBuf,
+    /// The parent kind, GROUP/VERSION/KIND, as the host runs it.
+    #[arg(long)]
+    pub parent: Gvk,
+    /// A child kind the guest may create, GROUP/VERSION/KIND (repeatable), as the host runs it.
+    #[arg(long = "child", required = true)]
+    pub children: Vec<Gvk>,
+    /// Only parents in this namespace (default: all namespaces).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Plan as a host running with `--adopt-orphans` would act.
+    #[arg(long)]
+    pub adopt_orphans: bool,
+    /// Exit with 3 when any parent would change (default: only failures, exit 2, gate).
+    #[arg(long)]
+    pub fail_on_change: bool,
+    #[arg(long, short = 'o', default_value = "yaml")]
+    pub output: OutputFormat,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
+pub fn plan(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(plan_async(args, out))
+}
+
+async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let runtime = Runtime::new(args.runtime.config())?;
+    let module = Module::load_file(&runtime, &args.module)?;
+    let client = Client::try_default().await?;
+    let settings = Settings {
+        parent: args.parent.clone(),
+        children: args.children.clone(),
+        namespace: args.namespace.clone(),
+        finalizer: None,
+        concurrency: 1,
+        resync_period: None,
+        adopt_orphans: args.adopt_orphans,
+    };
+    // The controller's context, never started: its caches stay empty, so every lookup is a GET.
+    let ctx = Context::discover(
+        client.clone(),
+        client,
+        &settings,
+        module,
+        Metrics::new("plan"),
+    )
+    .await?;
+    let mut parents = ctx
+        .api_all(&ctx.parent)
+        .list(&ListParams::default())
+        .await?
+        .items;
+    for parent in &mut parents {
+        parent.types = Some(ctx.parent.type_meta());
+    }
+    let children = list_children(&ctx).await?;
+
+    let mut plans = Vec::with_capacity(parents.len());
+    for parent in parents {
+        plans.push(parent::plan_parent(&ctx, &parent, &children).await);
+    }
+    let summary = report::write(&plans, args.output, out)?;
+    eprintln!("{summary}");
+    Ok(if summary.failing > 0 {
+        ExitCode::from(EXIT_FAILING)
+    } else if args.fail_on_change && summary.changed > 0 {
+        ExitCode::from(EXIT_CHANGES)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Every object of each child kind that carries the host's label, as the controller's caches hold them.
+async fn list_children(ctx: &Context) -> kube::Result<Vec<Vec<Arc<DynamicObject>>>> {
+    let selector = ListParams::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
+    let mut all = Vec::new();
+    for child in &ctx.children {
+        let items = ctx.api_all(&child.kind).list(&selector).await?.items;
+        let typed = items.into_iter().map(|mut object| {
+            object.types = Some(child.kind.type_meta());
+            Arc::new(object)
+        });
+        all.push(typed.collect());
+    }
+    Ok(all)
+}

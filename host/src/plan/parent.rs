@@ -1,0 +1,251 @@
+//! The plan for one parent: the controller's reconcile up to the point where it would write, with
+//! every write asked of the API server in dry-run mode instead.
+
+use std::sync::Arc;
+
+use kube::api::{Patch, PatchParams};
+use kube::core::DynamicObject;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::controller::{
+    Context, HOST_STATUS_KEYS, MANAGER, Observed, READY, ReconcileError, apply_body, child_id,
+    controlled_by, owner_reference,
+};
+use crate::guest::Request;
+use crate::validate::validate;
+
+/// What applying the module's answer would do to one parent.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentPlan {
+    /// `namespace/name`.
+    pub parent: String,
+    pub verdict: Verdict,
+    /// Children that do not exist yet, as the API server would store them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub created: Vec<Value>,
+    /// Children that would change: `Kind/name` and the JSON Patch from the live object to the new one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<ChildChange>,
+    /// Children the parent controls that the answer leaves out: they would be deleted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<String>,
+    /// The JSON Patch from the guest's part of the live status to the new one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<json_patch::Patch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<PlanError>,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    Unchanged,
+    Changed,
+    /// The reconcile would fail: nothing of it would be applied.
+    Failing,
+    /// Being deleted: not planned.
+    Deleting,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChildChange {
+    pub child: String,
+    pub patch: json_patch::Patch,
+}
+
+/// Why the reconcile would fail, as the parent's `Ready` condition would say.
+#[derive(Debug, Serialize)]
+pub struct PlanError {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl ParentPlan {
+    fn new(parent: String) -> ParentPlan {
+        ParentPlan {
+            parent,
+            verdict: Verdict::Unchanged,
+            created: Vec::new(),
+            changed: Vec::new(),
+            deleted: Vec::new(),
+            status: None,
+            error: None,
+        }
+    }
+}
+
+/// Plans `parent`; `children[i]` holds the labelled objects of the context's child kind `i`.
+pub async fn plan_parent(
+    ctx: &Context,
+    parent: &DynamicObject,
+    children: &[Vec<Arc<DynamicObject>>],
+) -> ParentPlan {
+    let namespace = parent.metadata.namespace.clone().unwrap_or_default();
+    let name = parent.metadata.name.clone().unwrap_or_default();
+    let mut plan = ParentPlan::new(format!("{namespace}/{name}"));
+    if parent.metadata.deletion_timestamp.is_some() {
+        plan.verdict = Verdict::Deleting;
+        return plan;
+    }
+    let uid = parent.metadata.uid.clone().unwrap_or_default();
+    let observed: Vec<Observed<'_>> = ctx
+        .children
+        .iter()
+        .zip(children)
+        .flat_map(|(kind, objects)| {
+            objects
+                .iter()
+                .filter(|o| controlled_by(o, &namespace, &uid))
+                .map(|object| Observed {
+                    kind: &kind.kind,
+                    object: object.clone(),
+                })
+        })
+        .collect();
+    if let Err(e) = fill(&mut plan, ctx, parent, &namespace, &observed).await {
+        plan.verdict = Verdict::Failing;
+        plan.error = Some(PlanError {
+            reason: e.reason(),
+            message: e.to_string(),
+        });
+        return plan;
+    }
+    let changes = !plan.created.is_empty()
+        || !plan.changed.is_empty()
+        || !plan.deleted.is_empty()
+        || plan.status.is_some();
+    if changes {
+        plan.verdict = Verdict::Changed;
+    }
+    plan
+}
+
+async fn fill(
+    plan: &mut ParentPlan,
+    ctx: &Context,
+    parent: &DynamicObject,
+    namespace: &str,
+    observed: &[Observed<'_>],
+) -> Result<(), ReconcileError> {
+    let request = Request {
+        parent: serde_json::to_string(parent).expect("objects serialize"),
+        children: observed
+            .iter()
+            .map(|o| serde_json::to_string(o.object.as_ref()).expect("objects serialize"))
+            .collect(),
+        finalizing: false,
+    };
+    let answer = ctx.module().call(&plan.parent, &request)?;
+    let desired = validate(&answer, namespace, &ctx.rules)?;
+    let owner = owner_reference(parent)?;
+    let uid = owner["uid"].as_str().unwrap_or_default();
+    ctx.claim_children(uid, &desired, observed, namespace)
+        .await?;
+
+    let dry_run = PatchParams::apply(MANAGER).force().dry_run();
+    for child in &desired {
+        let id = child_id(child);
+        let api = ctx.api(&ctx.child_kind(child).kind, namespace);
+        let failed = |source| ReconcileError::Apply {
+            child: id.clone(),
+            source,
+        };
+        // The child as it is now, not as listed: the cluster's controllers keep writing to it.
+        let owned = observed
+            .iter()
+            .any(|o| o.kind.gvk == child.kind && o.name() == child.name);
+        let before = match owned {
+            true => api.get_opt(&child.name).await.map_err(failed)?,
+            false => None,
+        };
+        let body = apply_body(&owner, child);
+        let after = api
+            .patch(&child.name, &dry_run, &Patch::Apply(body))
+            .await
+            .map_err(failed)?;
+        match before {
+            None => plan.created.push(comparable(&after)),
+            Some(before) => {
+                let patch = json_patch::diff(&comparable(&before), &comparable(&after));
+                if !patch.0.is_empty() {
+                    plan.changed.push(ChildChange { child: id, patch });
+                }
+            }
+        }
+    }
+    plan.deleted = observed
+        .iter()
+        .filter(|o| {
+            !desired
+                .iter()
+                .any(|d| d.kind == o.kind.gvk && d.name == o.name())
+        })
+        .map(|o| format!("{}/{}", o.kind.gvk.kind, o.name()))
+        .collect();
+
+    if let Some(status) = &answer.status {
+        let live = parent
+            .data
+            .get("status")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let patch = json_patch::diff(&guest_part(&live), &guest_part(status));
+        plan.status = (!patch.0.is_empty()).then_some(patch);
+    }
+    Ok(())
+}
+
+/// An object as compared: without what every write changes (resourceVersion, generation, the
+/// managedFields timestamps) and without its status (an apply never writes it), so that a diff shows
+/// only what the apply would change.
+fn comparable(object: &DynamicObject) -> Value {
+    let mut value = serde_json::to_value(object).expect("objects serialize");
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("status");
+    }
+    if let Some(metadata) = value["metadata"].as_object_mut() {
+        for key in ["managedFields", "resourceVersion", "generation"] {
+            metadata.remove(key);
+        }
+    }
+    value
+}
+
+/// The guest's part of a status: without the host's keys and `Ready` condition.
+fn guest_part(status: &Map<String, Value>) -> Value {
+    let mut part = status.clone();
+    for key in HOST_STATUS_KEYS {
+        part.remove(key);
+    }
+    if let Some(Value::Array(conditions)) = part.get_mut("conditions") {
+        conditions.retain(|c| c["type"] != READY);
+        if conditions.is_empty() {
+            part.remove("conditions");
+        }
+    }
+    Value::Object(part)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_guest_part_of_a_status_leaves_out_what_the_host_writes() {
+        let status = json!({
+            "phase": "Ready", "observedGeneration": 3, "moduleDigest": "sha256:a",
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "Progressing", "status": "True"}],
+        });
+        let part = guest_part(status.as_object().unwrap());
+        assert_eq!(
+            part,
+            json!({"phase": "Ready", "conditions": [{"type": "Progressing", "status": "True"}]})
+        );
+        let host_only = json!({"observedGeneration": 1, "conditions": [{"type": "Ready"}]});
+        assert_eq!(guest_part(host_only.as_object().unwrap()), json!({}));
+    }
+}

@@ -1,0 +1,200 @@
+//! `reconcile-host plan` on the real control plane: over 50 live parents, an identical module plans no
+//! change, the variant module plans exactly the change it makes (a label on every Deployment), a parent
+//! the module cannot reconcile is reported failing, and the cluster is left as it was.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::ResourceExt;
+use kube::api::{ListParams, PostParams};
+use serde_json::{Value, json};
+use testcluster::{TestCluster, failure_guard};
+
+use common::guests::{component, myapp_variant_b};
+use common::host::HostProcess;
+use common::myapp::*;
+
+const PARENTS: usize = 50;
+const VARIANT_LABEL: &str = "example.com/variant";
+
+/// Runs `plan` with `module` over `namespace`; its exit code and its JSON report.
+fn plan(kubeconfig: &Path, namespace: &str, module: &Path, extra: &[&str]) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
+        .args(["plan", "--parent", "example.com/v1alpha1/MyApp"])
+        .args(["--child", "apps/v1/Deployment", "--namespace", namespace])
+        .args(["-o", "json", "--module", module.to_str().unwrap()])
+        .args(extra)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("plan {}: {stderr}", module.display());
+    let report = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("plan printed no JSON report ({e}): {stdout}\n{stderr}"));
+    (out.status.code().unwrap(), report)
+}
+
+/// Each Deployment's name, generation and labels: what a write of the plan would have changed.
+async fn deployments_state(client: &kube::Client, namespace: &str) -> Vec<(String, Option<i64>)> {
+    let list = deployments(client, namespace)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    for deployment in &list.items {
+        assert!(
+            !deployment.labels().contains_key(VARIANT_LABEL),
+            "plan wrote to {}",
+            deployment.name_any()
+        );
+    }
+    let mut state: Vec<_> = list
+        .items
+        .iter()
+        .map(|d| (d.name_any(), d.metadata.generation))
+        .collect();
+    state.sort();
+    state
+}
+
+#[tokio::test]
+async fn plan_shows_what_a_module_would_change_and_writes_nothing() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    install_crd(cluster);
+    let namespace = cluster.namespace("plan").await.unwrap();
+    let client = cluster.client().await.unwrap();
+    let kubeconfig = cluster.kubeconfig_path();
+    let module_a = component("guest_myapp");
+    let host = HostProcess::myapp(kubeconfig, &namespace, &module_a, &[]);
+    for i in 0..PARENTS {
+        let spec = json!({"replicas": 1, "image": "nginx:1.23"});
+        create_myapp(&client, &namespace, &format!("app-{i:02}"), spec).await;
+    }
+    for i in 0..PARENTS {
+        // Converged: the pods are ready and the guest has said so (phase Ready).
+        wait_status(&client, &namespace, &format!("app-{i:02}"), "Ready", |st| {
+            st["phase"] == "Ready" && ready_condition(st).is_some_and(|c| c["status"] == "True")
+        })
+        .await;
+    }
+    // The host stops: nothing but the plan could write to the children from here on.
+    drop(host);
+    let before = deployments_state(&client, &namespace).await;
+    assert_eq!(before.len(), PARENTS);
+
+    let (code, report) = plan(kubeconfig, &namespace, &module_a, &["--fail-on-change"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        report["summary"],
+        json!({"unchanged": PARENTS, "changed": 0, "failing": 0, "deleting": 0})
+    );
+    assert_eq!(report["parents"], json!([]));
+
+    let (code, report) = plan(kubeconfig, &namespace, &myapp_variant_b(), &[]);
+    assert_eq!(code, 0, "changes alone do not fail the plan");
+    assert_eq!(report["summary"]["changed"], PARENTS);
+    let (code, report) = plan(
+        kubeconfig,
+        &namespace,
+        &myapp_variant_b(),
+        &["--fail-on-change"],
+    );
+    assert_eq!(code, 3);
+    let parents = report["parents"].as_array().unwrap();
+    assert_eq!(parents.len(), PARENTS);
+    eprintln!(
+        "one parent of the variant plan:\n{}",
+        serde_json::to_string_pretty(&parents[0]).unwrap()
+    );
+    for parent in parents {
+        let name = parent["parent"]
+            .as_str()
+            .unwrap()
+            .split('/')
+            .nth(1)
+            .unwrap();
+        assert_eq!(parent["verdict"], "changed");
+        assert_eq!(parent["changed"].as_array().unwrap().len(), 1, "{parent}");
+        let change = &parent["changed"][0];
+        assert_eq!(change["child"], format!("Deployment/{name}-deploy"));
+        assert_eq!(
+            change["patch"],
+            json!([{"op": "add", "path": "/metadata/labels/example.com~1variant", "value": "b"}]),
+            "exactly the label, nothing the API server or a write would add"
+        );
+        assert!(parent.get("created").is_none() && parent.get("deleted").is_none());
+    }
+    assert_eq!(deployments_state(&client, &namespace).await, before);
+}
+
+#[tokio::test]
+async fn plan_reports_the_parents_that_would_fail_and_the_children_it_would_create() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    install_crd(cluster);
+    let namespace = cluster.namespace("plan-fail").await.unwrap();
+    let client = cluster.client().await.unwrap();
+    // No host runs: `fresh` has no Deployment yet; `taken` names a Deployment a person made.
+    create_myapp(&client, &namespace, "fresh", json!({"replicas": 2})).await;
+    create_myapp(&client, &namespace, "taken", json!({"replicas": 1})).await;
+    let persons: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "taken-deploy"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "taken"}},
+            "template": {"metadata": {"labels": {"app": "taken"}},
+                         "spec": {"containers": [{"name": "main", "image": "person/own:1"}]}},
+        },
+    }))
+    .unwrap();
+    deployments(&client, &namespace)
+        .create(&PostParams::default(), &persons)
+        .await
+        .unwrap();
+
+    let (code, report) = plan(
+        cluster.kubeconfig_path(),
+        &namespace,
+        &component("guest_myapp"),
+        &[],
+    );
+    assert_eq!(code, 2, "a failing parent fails the plan: {report}");
+    assert_eq!(report["summary"]["failing"], 1);
+    assert_eq!(report["summary"]["changed"], 1);
+    let by_name = |name: &str| {
+        report["parents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["parent"] == format!("{namespace}/{name}"))
+            .unwrap()
+            .clone()
+    };
+    let taken = by_name("taken");
+    assert_eq!(taken["verdict"], "failing");
+    assert_eq!(taken["error"]["reason"], "ChildExists");
+    let fresh = by_name("fresh");
+    let created = &fresh["created"][0];
+    assert_eq!(created["metadata"]["name"], "fresh-deploy");
+    assert_eq!(created["spec"]["replicas"], 2);
+    assert!(
+        created["spec"]["progressDeadlineSeconds"].is_number(),
+        "the API server's defaults are in the plan: {created}"
+    );
+    let status_ops = fresh["status"].as_array().unwrap();
+    assert!(
+        status_ops.iter().any(|op| op["path"] == "/phase"),
+        "{fresh}"
+    );
+    assert!(
+        deployments(&client, &namespace)
+            .get_opt("fresh-deploy")
+            .await
+            .unwrap()
+            .is_none(),
+        "the dry-run created nothing"
+    );
+}
