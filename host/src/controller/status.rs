@@ -36,12 +36,7 @@ impl Context {
         namespace: &str,
         outcome: Outcome<'_>,
     ) -> Result<(), ReconcileError> {
-        let current = parent
-            .data
-            .get("status")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let current = status_of(parent);
         let desired = desired_status(&current, parent.metadata.generation, outcome);
         if desired == current {
             return Ok(());
@@ -62,6 +57,16 @@ impl Context {
             .map_err(ReconcileError::Parent)?;
         Ok(())
     }
+}
+
+/// The parent's `.status` as it is (empty if it has none).
+pub fn status_of(parent: &DynamicObject) -> Map<String, Value> {
+    parent
+        .data
+        .get("status")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The whole new `.status`, computed from the current one so that an unchanged status costs no write.

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::controller::{
     Context, HOST_STATUS_KEYS, MANAGER, Observed, READY, ReconcileError, apply_body, child_id,
-    controlled_by, owner_reference,
+    controlled_by, owner_reference, status_of,
 };
 use crate::guest::Request;
 use crate::validate::validate;
@@ -186,13 +186,7 @@ async fn fill(
         .collect();
 
     if let Some(status) = &answer.status {
-        let live = parent
-            .data
-            .get("status")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let patch = json_patch::diff(&guest_part(&live), &guest_part(status));
+        let patch = json_patch::diff(&guest_part(&status_of(parent)), &guest_part(status));
         plan.status = (!patch.0.is_empty()).then_some(patch);
     }
     Ok(())
