@@ -86,7 +86,13 @@ impl<'a> Deployment<'a> {
         image: &'a str,
     ) -> Self {
         let labels = Labels { app, variant: None };
-        let variant = cfg!(feature = "variant-b").then_some("b");
+        let variant = if cfg!(feature = "variant-b") {
+            Some("b")
+        } else if cfg!(feature = "variant-c") && replicas >= 3 {
+            Some("c")
+        } else {
+            None
+        };
         Deployment {
             api_version: "apps/v1",
             kind: "Deployment",

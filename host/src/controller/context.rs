@@ -15,6 +15,7 @@ use kube::{Api, Client};
 use super::applied::AppliedChildren;
 use super::backoff::Backoff;
 use super::health::ReconcilerHealth;
+use super::shadow::Shadow;
 use super::{MANAGER, Settings};
 use crate::guest::Module;
 use crate::kind::Gvk;
@@ -67,6 +68,8 @@ pub struct Context {
     pub metrics: Metrics,
     pub applied: AppliedChildren,
     pub health: ReconcilerHealth,
+    /// The candidate module run beside the active one, if any.
+    pub shadow: Shadow,
     pub concurrency: u16,
     pub resync_period: Option<Duration>,
     /// Whether a parent may adopt an object nothing controls (see `ownership`).
@@ -117,6 +120,7 @@ impl Context {
             metrics,
             applied: AppliedChildren::default(),
             health: ReconcilerHealth::default(),
+            shadow: Shadow::default(),
             concurrency: settings.concurrency,
             resync_period: settings.resync_period,
             adopt_orphans: settings.adopt_orphans,

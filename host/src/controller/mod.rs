@@ -14,6 +14,7 @@ pub mod leader;
 mod observe;
 mod ownership;
 mod reconcile;
+mod shadow;
 mod status;
 pub mod swap;
 mod sync;
@@ -90,6 +91,18 @@ pub struct RunArgs {
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
+    /// A candidate module (.wasm file) called beside the active one on every reconcile and never
+    /// applied; where it answers differently, the parent gets a `ShadowDiffers` Event. Watched and
+    /// hot-swapped like `--module`.
+    #[arg(long, env = "RECONCILE_HOST_SHADOW_MODULE")]
+    pub shadow_module: Option<PathBuf>,
+    /// The candidate module in a ConfigMap's binaryData, NAMESPACE/NAME[/KEY] (see `--shadow-module`).
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_SHADOW_MODULE_CONFIGMAP",
+        conflicts_with = "shadow_module"
+    )]
+    pub shadow_module_configmap: Option<ConfigMapRef>,
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
@@ -181,6 +194,11 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         (None, Some(cm)) => ModuleSource::ConfigMap(cm.clone()),
         (None, None) => unreachable!("clap requires a module source"),
     };
+    let shadow_source = match (&args.shadow_module, &args.shadow_module_configmap) {
+        (Some(path), _) => Some(ModuleSource::File(path.clone())),
+        (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
+        (None, None) => None,
+    };
     let mut updates = source.updates(Some(client.clone()));
     let module = swap::first_module(&runtime, &source, &mut updates).await?;
     tracing::info!(%source, digest = module.digest(), bytes = module.size(), "module loaded");
@@ -203,9 +221,18 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     }
 
     let settings = args.settings();
+    let client_for_shadow = client.clone();
     let ctx =
         Arc::new(Context::discover(client.clone(), client, &settings, module, metrics).await?);
     let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
+    if let Some(shadow) = shadow_source {
+        let mut updates = shadow.updates(Some(client_for_shadow));
+        let (ctx, runtime, reconcile_all) = (ctx.clone(), runtime.clone(), reconcile_all.clone());
+        tokio::spawn(async move {
+            let slot = swap::Slot::Shadow;
+            swap::follow_into(slot, ctx, runtime, shadow, &mut updates, reconcile_all).await
+        });
+    }
     tokio::spawn(swap::follow(
         ctx.clone(),
         runtime.clone(),

@@ -11,6 +11,7 @@ use kube::runtime::events::{Event, EventType};
 use super::context::Context;
 use super::error::ReconcileError;
 use super::finalizer::has_finalizer;
+use super::shadow::comparable;
 use super::status::Outcome;
 use crate::guest::Request;
 use crate::text::truncate;
@@ -60,7 +61,7 @@ async fn reconcile_inner(
     parent: &Arc<DynamicObject>,
     namespace: &str,
     key: &str,
-    ctx: &Context,
+    ctx: &Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let deleting = parent.metadata.deletion_timestamp.is_some();
     let finalizing = match &ctx.finalizer {
@@ -91,6 +92,7 @@ async fn reconcile_inner(
             .collect(),
         finalizing,
     };
+    let shadow_request = ctx.shadow.module().map(|_| request.clone());
     // The module that answers is the one the status names, even if a hot swap lands meanwhile.
     let module = ctx.module();
     let answering = module.clone();
@@ -129,6 +131,9 @@ async fn reconcile_inner(
         ),
     };
     ctx.write_status(parent, namespace, reconciled).await?;
+    if let Some(request) = shadow_request {
+        ctx.compare_in_shadow(parent, key, request, comparable(&children, &answer));
+    }
 
     if let Some(finalizer) = ctx
         .finalizer

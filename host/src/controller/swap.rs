@@ -32,12 +32,42 @@ pub async fn first_module(
     Ok(tokio::task::spawn_blocking(move || Module::load(&runtime, &bytes)).await??)
 }
 
+/// Which module a source feeds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Slot {
+    /// The module whose answers are applied.
+    Active,
+    /// The candidate called beside it and never applied (`shadow`).
+    Shadow,
+}
+
 /// Swaps in every later version that loads, and asks the controller to reconcile everything again.
 pub async fn follow(
     ctx: Arc<Context>,
     runtime: Arc<Runtime>,
     source: ModuleSource,
     mut updates: BoxStream<'static, Update>,
+    reconcile_all: UnboundedSender<()>,
+) {
+    follow_into(
+        Slot::Active,
+        ctx,
+        runtime,
+        source,
+        &mut updates,
+        reconcile_all,
+    )
+    .await
+}
+
+/// Loads every version from `updates` into `slot`: a version that does not load never replaces a
+/// good one. Every parent is reconciled again after a change, so a new candidate is compared at once.
+pub async fn follow_into(
+    slot: Slot,
+    ctx: Arc<Context>,
+    runtime: Arc<Runtime>,
+    source: ModuleSource,
+    updates: &mut BoxStream<'static, Update>,
     reconcile_all: UnboundedSender<()>,
 ) {
     while let Some(update) = updates.next().await {
@@ -53,6 +83,11 @@ pub async fn follow(
             Err(e) => Err(e),
         };
         match loaded {
+            Ok(module) if slot == Slot::Shadow => {
+                tracing::info!(%source, digest = module.digest(), "shadow module loaded");
+                ctx.shadow.set_module(module);
+                let _ = reconcile_all.unbounded_send(());
+            }
             Ok(module) if module.digest() == ctx.module().digest() => {
                 ctx.health.module_result(None);
             }
@@ -62,6 +97,10 @@ pub async fn follow(
                 ctx.metrics.module_loaded(module.digest(), true);
                 tracing::info!(%source, digest = module.digest(), previous = previous.digest(), bytes = module.size(), "module swapped");
                 let _ = reconcile_all.unbounded_send(());
+            }
+            Err(error) if slot == Slot::Shadow => {
+                tracing::error!(%source, %error, "new shadow module refused");
+                ctx.report_module_failure(&source, error).await;
             }
             Err(error) => {
                 ctx.health.module_result(Some(error.clone()));
@@ -78,7 +117,7 @@ pub async fn follow(
 impl Context {
     /// Reports a refused module as a Warning Event on the ConfigMap it came from, or on the host's Pod
     /// (from the downward API's POD_NAME and POD_NAMESPACE) for a file.
-    async fn report_module_failure(&self, source: &ModuleSource, error: String) {
+    pub(super) async fn report_module_failure(&self, source: &ModuleSource, error: String) {
         let regarding = match source {
             ModuleSource::ConfigMap(cm) => Some(ObjectReference {
                 api_version: Some("v1".into()),

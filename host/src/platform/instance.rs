@@ -202,6 +202,16 @@ impl Run {
         .await;
 
         let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
+        let follow_shadow = self.definition.shadow_module.clone().map(|cm| {
+            let source = ModuleSource::ConfigMap(cm);
+            let mut updates = source.updates(Some(client.clone()));
+            let (ctx, runtime, reconcile_all) =
+                (ctx.clone(), runtime.clone(), reconcile_all.clone());
+            tokio::spawn(async move {
+                let slot = swap::Slot::Shadow;
+                swap::follow_into(slot, ctx, runtime, source, &mut updates, reconcile_all).await
+            })
+        });
         let follow = tokio::spawn(swap::follow(
             ctx.clone(),
             runtime,
@@ -231,6 +241,9 @@ impl Run {
             }
         }
         follow.abort();
+        if let Some(follow_shadow) = follow_shadow {
+            follow_shadow.abort();
+        }
     }
 
     /// Waits for the first module version that loads, reporting each that does not.

@@ -87,6 +87,9 @@ pub struct Spec {
     #[serde(default)]
     pub children: Vec<KindRef>,
     pub module: ModuleRef,
+    /// A candidate module called beside `module` and never applied (see `controller::shadow`).
+    #[serde(default)]
+    pub shadow_module: Option<ModuleRef>,
     #[serde(default)]
     pub service_account_name: Option<String>,
     /// ClusterReconciler only: the ServiceAccount with its namespace.
@@ -150,6 +153,7 @@ pub struct Limits {
 pub struct Definition {
     pub settings: Settings,
     pub module: ConfigMapRef,
+    pub shadow_module: Option<ConfigMapRef>,
     /// `system:serviceaccount:<namespace>:<name>`: every API call of the reconciler is made as it.
     pub user: String,
     pub spec: Spec,
@@ -189,12 +193,14 @@ impl Definition {
         if children.is_empty() {
             return Err(SpecError::NoChildren);
         }
-        let cm = &spec.module.config_map;
-        let (namespace, module_namespace, service_account) = match &key.namespace {
+        let own = key.namespace.as_deref();
+        let module = config_map_ref(&spec.module, own, MODULE_FIELDS)?;
+        let shadow_module = match &spec.shadow_module {
+            Some(shadow) => Some(config_map_ref(shadow, own, SHADOW_FIELDS)?),
+            None => None,
+        };
+        let (namespace, service_account) = match &key.namespace {
             Some(own) => {
-                if cm.namespace.as_ref().is_some_and(|ns| ns != own) {
-                    return Err(SpecError::ForeignNamespace("module.configMap.namespace"));
-                }
                 if spec
                     .service_account
                     .as_ref()
@@ -209,7 +215,6 @@ impl Definition {
                     .ok_or(SpecError::Missing("serviceAccountName"))?;
                 (
                     Some(own.clone()),
-                    own.clone(),
                     NamespacedName {
                         namespace: own.clone(),
                         name,
@@ -218,17 +223,11 @@ impl Definition {
             }
             None => (
                 None,
-                cm.namespace
-                    .clone()
-                    .ok_or(SpecError::Missing("module.configMap.namespace"))?,
                 spec.service_account
                     .clone()
                     .ok_or(SpecError::Missing("serviceAccount (namespace and name)"))?,
             ),
         };
-        if cm.name.is_empty() {
-            return Err(SpecError::Missing("module.configMap.name"));
-        }
         Ok(Definition {
             settings: Settings {
                 parent,
@@ -241,11 +240,8 @@ impl Definition {
                 // The host's `--adopt-orphans`, likewise.
                 adopt_orphans: false,
             },
-            module: ConfigMapRef {
-                namespace: module_namespace,
-                name: cm.name.clone(),
-                key: cm.key.clone(),
-            },
+            module,
+            shadow_module,
             user: format!(
                 "system:serviceaccount:{}:{}",
                 service_account.namespace, service_account.name
@@ -281,6 +277,42 @@ fn gvk(kind: &KindRef, field: &'static str) -> Result<Gvk, SpecError> {
             field,
             value: format!("{}/{}", kind.api_version, kind.kind),
         })
+}
+
+/// The spec fields a module reference is reported by: its namespace and its name.
+type ModuleFields = (&'static str, &'static str);
+const MODULE_FIELDS: ModuleFields = ("module.configMap.namespace", "module.configMap.name");
+const SHADOW_FIELDS: ModuleFields = (
+    "shadowModule.configMap.namespace",
+    "shadowModule.configMap.name",
+);
+
+/// A module's ConfigMap: in the Reconciler's own namespace (`own`), or, for a ClusterReconciler, in
+/// the namespace it names.
+fn config_map_ref(
+    module: &ModuleRef,
+    own: Option<&str>,
+    (namespace_field, name_field): ModuleFields,
+) -> Result<ConfigMapRef, SpecError> {
+    let cm = &module.config_map;
+    let namespace = match own {
+        Some(own) if cm.namespace.as_deref().is_some_and(|ns| ns != own) => {
+            return Err(SpecError::ForeignNamespace(namespace_field));
+        }
+        Some(own) => own.to_string(),
+        None => cm
+            .namespace
+            .clone()
+            .ok_or(SpecError::Missing(namespace_field))?,
+    };
+    if cm.name.is_empty() {
+        return Err(SpecError::Missing(name_field));
+    }
+    Ok(ConfigMapRef {
+        namespace,
+        name: cm.name.clone(),
+        key: cm.key.clone(),
+    })
 }
 
 #[cfg(test)]

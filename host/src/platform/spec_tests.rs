@@ -125,3 +125,34 @@ fn keys_label_metrics_by_namespace_and_name() {
     assert_eq!(cluster.to_string(), "myapp");
     assert_eq!(cluster.scope().resource().plural, "clusterreconcilers");
 }
+
+#[test]
+fn a_shadow_module_follows_the_module_rules() {
+    let mut spec = myapp_spec();
+    assert_eq!(
+        Definition::read(&object(Some("team-a"), spec.clone()))
+            .unwrap()
+            .shadow_module,
+        None
+    );
+    spec["shadowModule"] = json!({"configMap": {"name": "myapp-candidate"}});
+    let definition = Definition::read(&object(Some("team-a"), spec.clone())).unwrap();
+    assert_eq!(
+        definition.shadow_module.unwrap().to_string(),
+        "team-a/myapp-candidate"
+    );
+    spec["shadowModule"]["configMap"]["namespace"] = json!("kube-system");
+    assert_eq!(
+        Definition::read(&object(Some("team-a"), spec.clone())),
+        Err(SpecError::ForeignNamespace(
+            "shadowModule.configMap.namespace"
+        ))
+    );
+    spec["shadowModule"]["configMap"]["namespace"] = json!(null);
+    spec["module"]["configMap"]["namespace"] = json!("team-a");
+    spec["serviceAccount"] = json!({"namespace": "team-a", "name": "myapp-reconciler"});
+    assert_eq!(
+        Definition::read(&object(None, spec)),
+        Err(SpecError::Missing("shadowModule.configMap.namespace"))
+    );
+}

@@ -58,6 +58,7 @@ struct Families {
     module_loads: Family<ModuleLabels, Counter>,
     active_module: Family<DigestLabels, Gauge>,
     child_applies: Family<ResultLabels, Counter>,
+    shadow_parents: Family<ResultLabels, Gauge>,
     /// Each controller's active digest, to take its series down when another replaces it.
     active_digests: Mutex<HashMap<String, String>>,
 }
@@ -87,6 +88,7 @@ impl Families {
             module_loads: Family::default(),
             active_module: Family::default(),
             child_applies: Family::default(),
+            shadow_parents: Family::default(),
             active_digests: Mutex::default(),
         };
         let mut registry = Registry::default();
@@ -135,6 +137,11 @@ impl Families {
             "reconcile_host_child_applies",
             "Server-side applies of desired children: applied, or skipped as changing nothing",
             f.child_applies.clone(),
+        );
+        registry.register(
+            "reconcile_host_shadow_parents",
+            "Parents on which the shadow module's last answer agrees with, differs from, or failed beside the active one's",
+            f.shadow_parents.clone(),
         );
         Families {
             registry,
@@ -239,6 +246,21 @@ impl Metrics {
     pub fn child_apply(&self, result: &'static str) {
         let labels = self.labels(|controller| ResultLabels { controller, result });
         self.families.child_applies.get_or_create(&labels).inc();
+    }
+
+    /// Sets how many parents the shadow module agrees with, differs on, or fails on.
+    pub fn shadow_parents(&self, agrees: i64, differs: i64, failing: i64) {
+        for (result, count) in [
+            ("agrees", agrees),
+            ("differs", differs),
+            ("failing", failing),
+        ] {
+            let labels = self.labels(|controller| ResultLabels { controller, result });
+            self.families
+                .shadow_parents
+                .get_or_create(&labels)
+                .set(count);
+        }
     }
 
     /// Records a module version; an accepted one becomes this controller's only active module.

@@ -22,9 +22,20 @@ pub fn component(name: &str) -> PathBuf {
 /// between the two is visible on every Deployment.
 pub fn myapp_variant_b() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let extra = ["-p", "guest-myapp", "--features", "variant-b"];
-        build(&guest_target_dir().join("variant-b"), &extra)
+    myapp_variant(&DIR, "variant-b")
+}
+
+/// The MyApp guest built with its `variant-c` feature: the label only on Deployments of 3 replicas or
+/// more, so that it differs from the plain guest on some parents only.
+pub fn myapp_variant_c() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    myapp_variant(&DIR, "variant-c")
+}
+
+fn myapp_variant(dir: &'static OnceLock<PathBuf>, feature: &str) -> PathBuf {
+    let dir = dir.get_or_init(|| {
+        let extra = ["-p", "guest-myapp", "--features", feature];
+        build(&guest_target_dir().join(feature), &extra)
     });
     in_dir(dir, "guest_myapp")
 }
