@@ -83,21 +83,11 @@ async fn a_shadow_module_is_compared_on_live_parents_never_applied_and_promoted_
         ],
     );
     // The candidate labels Deployments of 3 replicas or more: it differs on the big parents only.
-    for i in 0..EACH {
-        create_myapp(
-            &client,
-            &namespace,
-            &format!("small-{i}"),
-            json!({"replicas": 1}),
-        )
-        .await;
-        create_myapp(
-            &client,
-            &namespace,
-            &format!("big-{i}"),
-            json!({"replicas": 3}),
-        )
-        .await;
+    for (size, replicas) in [("small", 1), ("big", 3)] {
+        for i in 0..EACH {
+            let spec = json!({ "replicas": replicas });
+            create_myapp(&client, &namespace, &format!("{size}-{i}"), spec).await;
+        }
     }
     wait_shadow(&host, "myapp", [EACH, EACH, 0]).await;
 
