@@ -12,12 +12,14 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use kube::core::DynamicObject;
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 use super::context::Context;
 use super::ownership::child_id;
 use crate::guest::{Answer, Module, Request};
+use crate::text::truncate;
 use crate::validate::{Child, validate};
 
 /// Candidate calls at once.
@@ -61,9 +63,16 @@ impl Shadow {
         self.verdicts.lock().expect("shadow lock poisoned").clear();
     }
 
-    /// Records `verdict` for `parent`; returns whether it changed, and the counts of each kind.
-    fn record(&self, parent: &str, verdict: Verdict) -> (bool, [i64; 3]) {
+    /// Records `verdict` for `parent`, forgets the parents for which `exists` is false (deleted); returns
+    /// whether the verdict changed, and the counts of each kind.
+    fn record(
+        &self,
+        parent: &str,
+        verdict: Verdict,
+        exists: impl Fn(&str) -> bool,
+    ) -> (bool, [i64; 3]) {
         let mut verdicts = self.verdicts.lock().expect("shadow lock poisoned");
+        verdicts.retain(|key, _| exists(key));
         let changed = verdicts.insert(parent.to_string(), verdict.clone()) != Some(verdict);
         let mut counts = [0; 3];
         for verdict in verdicts.values() {
@@ -113,15 +122,16 @@ impl Context {
             let namespace = parent.metadata.namespace.clone().unwrap_or_default();
             let (module, tag) = (candidate.clone(), key.clone());
             let answer = tokio::task::spawn_blocking(move || module.call(&tag, &request)).await;
-            let verdict = match answer {
-                Err(_) => Verdict::Failing("GuestCallCancelled"),
-                Ok(Err(e)) => Verdict::Failing(e.reason()),
+            let (verdict, diff) = match answer {
+                Err(_) => (Verdict::Failing("GuestCallCancelled"), String::new()),
+                Ok(Err(e)) => (Verdict::Failing(e.reason()), e.to_string()),
                 Ok(Ok(answer)) => match validate(&answer, &namespace, &ctx.rules) {
-                    Err(_) => Verdict::Failing("InvalidGuestOutput"),
+                    Err(e) => (Verdict::Failing("InvalidGuestOutput"), e.to_string()),
                     Ok(children) => compare(&active, &comparable(&children, &answer)),
                 },
             };
-            ctx.report_shadow(&parent, &key, &candidate, verdict).await;
+            ctx.report_shadow(&parent, &key, &candidate, verdict, diff)
+                .await;
         });
     }
 
@@ -131,8 +141,15 @@ impl Context {
         key: &str,
         candidate: &Module,
         verdict: Verdict,
+        diff: String,
     ) {
-        let (changed, [agrees, differs, failing]) = self.shadow.record(key, verdict.clone());
+        let exists = |key: &str| {
+            let (namespace, name) = key.split_once('/').unwrap_or_default();
+            let parent = ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace);
+            self.parents.get(&parent).is_some()
+        };
+        let (changed, [agrees, differs, failing]) =
+            self.shadow.record(key, verdict.clone(), exists);
         self.metrics.shadow_parents(agrees, differs, failing);
         let digest = candidate.short_digest();
         let (reason, note) = match &verdict {
@@ -146,7 +163,7 @@ impl Context {
                 format!("shadow module {digest} gave no usable answer: {why}"),
             ),
         };
-        tracing::info!(parent = %key, shadow = digest, ?verdict, "shadow module disagrees");
+        tracing::info!(parent = %key, shadow = digest, ?verdict, diff = %truncate(diff, 2000), "shadow module disagrees");
         // One Event per change of verdict, not one per reconcile.
         if changed {
             self.publish(parent, EventType::Normal, reason, note).await;
@@ -154,15 +171,16 @@ impl Context {
     }
 }
 
-/// How `candidate` compares with `active`; the diff goes to the log at debug level.
-fn compare(active: &Value, candidate: &Value) -> Verdict {
+/// How `candidate` compares with `active`, and the diff (a JSON Patch) for the log.
+fn compare(active: &Value, candidate: &Value) -> (Verdict, String) {
     let patch = json_patch::diff(active, candidate);
     let Some(first) = patch.0.first() else {
-        return Verdict::Agrees;
+        return (Verdict::Agrees, String::new());
     };
-    tracing::debug!(diff = %serde_json::to_string(&patch).unwrap_or_default(), "shadow diff");
     let first = serde_json::to_value(first).unwrap_or_default();
-    Verdict::Differs(first["path"].as_str().unwrap_or_default().to_string())
+    let pointer = first["path"].as_str().unwrap_or_default().to_string();
+    let diff = serde_json::to_string(&patch).unwrap_or_default();
+    (Verdict::Differs(pointer), diff)
 }
 
 #[cfg(test)]
@@ -173,27 +191,45 @@ mod tests {
     fn the_first_difference_is_named_by_its_pointer() {
         let active =
             json!({"children": {"Deployment/a": {"metadata": {"labels": {}}}}, "status": null});
-        assert_eq!(compare(&active, &active.clone()), Verdict::Agrees);
+        assert_eq!(compare(&active, &active.clone()).0, Verdict::Agrees);
         let mut candidate = active.clone();
         candidate["children"]["Deployment/a"]["metadata"]["labels"]["example.com/variant"] =
             json!("c");
+        let (verdict, diff) = compare(&active, &candidate);
         assert_eq!(
-            compare(&active, &candidate),
+            verdict,
             Verdict::Differs("/children/Deployment~1a/metadata/labels/example.com~1variant".into())
         );
+        assert!(diff.contains("\"value\":\"c\""), "{diff}");
     }
 
     #[test]
     fn verdicts_are_counted_once_per_parent_and_changes_are_told() {
         let shadow = Shadow::default();
-        assert_eq!(shadow.record("ns/a", Verdict::Agrees), (true, [1, 0, 0]));
-        assert_eq!(shadow.record("ns/a", Verdict::Agrees), (false, [1, 0, 0]));
-        let differs = Verdict::Differs("/status".into());
-        assert_eq!(shadow.record("ns/b", differs.clone()), (true, [1, 1, 0]));
-        assert_eq!(shadow.record("ns/b", differs), (false, [1, 1, 0]));
+        let all = |_: &str| true;
         assert_eq!(
-            shadow.record("ns/a", Verdict::Failing("GuestTrapped")),
+            shadow.record("ns/a", Verdict::Agrees, all),
+            (true, [1, 0, 0])
+        );
+        assert_eq!(
+            shadow.record("ns/a", Verdict::Agrees, all),
+            (false, [1, 0, 0])
+        );
+        let differs = Verdict::Differs("/status".into());
+        assert_eq!(
+            shadow.record("ns/b", differs.clone(), all),
+            (true, [1, 1, 0])
+        );
+        assert_eq!(shadow.record("ns/b", differs, all), (false, [1, 1, 0]));
+        assert_eq!(
+            shadow.record("ns/a", Verdict::Failing("GuestTrapped"), all),
             (true, [0, 1, 1])
+        );
+        let gone = |key: &str| key != "ns/b";
+        assert_eq!(
+            shadow.record("ns/a", Verdict::Agrees, gone),
+            (true, [1, 0, 0]),
+            "a deleted parent is no longer counted"
         );
     }
 }
