@@ -5,8 +5,9 @@ mod common;
 
 use std::path::Path;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event as CoreEvent;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, WatchEvent, WatchParams};
 use reconcile_host::guest::digest_of;
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
@@ -71,6 +72,17 @@ async fn setup_with(prefix: &str, module: &Path, extra: &[&str]) -> Setup {
 async fn demo_app_gets_its_deployment_created_then_ready() {
     let s = setup("demo", &[]).await;
     let _guard = failure_guard(s.cluster);
+    // Every version of demo-app from here on, through a watch from the current resourceVersion: a
+    // poll can miss `Created` when the pods turn ready within one interval.
+    let api = myapps(&s.client, &s.namespace);
+    let from = api
+        .list(&ListParams::default().limit(1))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+
     // The seed's own manifest, applied with kubectl as the seed does.
     let out = s
         .cluster
@@ -86,22 +98,24 @@ async fn demo_app_gets_its_deployment_created_then_ready() {
     );
 
     // Record the phases as they come: Created first (no ready Deployment yet), then Ready.
-    let api = myapps(&s.client, &s.namespace);
+    let watch = WatchParams::default().fields("metadata.name=demo-app");
+    let mut events = api.watch(&watch, &from).await.unwrap().boxed();
     let mut phases: Vec<String> = Vec::new();
-    let deadline = tokio::time::Instant::now() + TIMEOUT;
-    while phases.last().map(String::as_str) != Some("Ready") {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "demo-app not Ready in time; phases seen: {phases:?}"
-        );
-        let object = api.get_opt("demo-app").await.unwrap();
-        let phase = object
-            .as_ref()
-            .and_then(|o| o.data["status"]["phase"].as_str());
-        if phase.is_some() && phases.last().map(String::as_str) != phase {
-            phases.extend(phase.map(String::from));
+    let record = async {
+        while phases.last().map(String::as_str) != Some("Ready") {
+            let object = match events.next().await {
+                Some(Ok(WatchEvent::Added(object) | WatchEvent::Modified(object))) => object,
+                Some(Ok(_)) => continue,
+                other => panic!("the watch of demo-app ended: {other:?}"),
+            };
+            let phase = object.data["status"]["phase"].as_str();
+            if phase.is_some() && phases.last().map(String::as_str) != phase {
+                phases.extend(phase.map(String::from));
+            }
         }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    if tokio::time::timeout(TIMEOUT, record).await.is_err() {
+        panic!("demo-app not Ready in time; phases seen: {phases:?}");
     }
     assert_eq!(
         phases.first().map(String::as_str),
