@@ -55,6 +55,17 @@ async fn variant_labels(client: &kube::Client, namespace: &str) -> Vec<(String, 
     labels
 }
 
+/// No Deployment carries the variant label only a shadow module sets.
+async fn assert_nothing_of_the_shadow_applied(client: &kube::Client, namespace: &str) {
+    assert!(
+        variant_labels(client, namespace)
+            .await
+            .iter()
+            .all(|(_, variant)| variant.is_none()),
+        "the shadow's answers are never applied"
+    );
+}
+
 #[tokio::test]
 async fn a_shadow_module_is_compared_on_live_parents_never_applied_and_promoted_by_a_swap() {
     let cluster = TestCluster::shared();
@@ -115,13 +126,7 @@ async fn a_shadow_module_is_compared_on_live_parents_never_applied_and_promoted_
         note.contains("-deploy/metadata/labels/example.com~1variant"),
         "the Event names the first differing pointer: {note}"
     );
-    assert!(
-        variant_labels(&client, &namespace)
-            .await
-            .iter()
-            .all(|(_, variant)| variant.is_none()),
-        "the shadow's answers are never applied"
-    );
+    assert_nothing_of_the_shadow_applied(&client, &namespace).await;
 
     // Promotion: the candidate becomes the active module. Its answers are applied, and the shadow
     // (the same module now) agrees everywhere.
@@ -199,11 +204,5 @@ async fn a_reconciler_object_runs_its_shadow_module_beside_its_module() {
 
     wait_shadow(&host, &format!("{namespace}/myapp"), [1, 1, 0]).await;
     wait_ready_myapp(&client, &namespace, "big").await;
-    assert!(
-        variant_labels(&client, &namespace)
-            .await
-            .iter()
-            .all(|(_, variant)| variant.is_none()),
-        "the shadow's answers are never applied"
-    );
+    assert_nothing_of_the_shadow_applied(&client, &namespace).await;
 }

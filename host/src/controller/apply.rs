@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::context::Context;
 use super::error::{ReconcileError, name_of};
-use super::observe::Observed;
+use super::observe::{Observed, left_out};
 use super::ownership::{Claim, child_id};
 use super::{MANAGED_BY_LABEL, MANAGER};
 use crate::validate::Child;
@@ -75,9 +75,7 @@ impl Context {
             let object = apply_body(&owner, child);
             let id = child_id(child);
             let key = format!("{}/{namespace}/{}", child.kind, child.name);
-            let before = observed
-                .iter()
-                .find(|o| o.kind.gvk == child.kind && o.name() == child.name);
+            let before = observed.iter().find(|o| o.is(child));
             if self
                 .applied
                 .unchanged(&key, &object, before.map(|o| &*o.object))
@@ -120,12 +118,8 @@ impl Context {
         desired: &[Child],
     ) -> Result<Vec<Change>, ReconcileError> {
         let mut changes = Vec::new();
-        for stale in observed.iter().filter(|o| {
-            !desired
-                .iter()
-                .any(|d| d.kind == o.kind.gvk && d.name == o.name())
-        }) {
-            let id = format!("{}/{}", stale.kind.gvk.kind, stale.name());
+        for stale in left_out(observed, desired) {
+            let id = stale.id();
             let namespace = stale
                 .object
                 .metadata

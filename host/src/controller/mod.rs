@@ -36,7 +36,7 @@ pub use context::{Context, DiscoveryError};
 pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
 pub use health::{HealthReport, ReconcilerHealth};
-pub use observe::{Observed, controlled_by};
+pub use observe::{Observed, controlled_by, left_out, request};
 pub use ownership::child_id;
 pub use status::{HOST_STATUS_KEYS, READY, status_of};
 

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use kube::core::DynamicObject;
 
 use super::context::{Context, ResolvedKind};
+use crate::guest::Request;
+use crate::validate::Child;
 
 /// A child the parent owns (controller ownerReference) as the cache last saw it.
 pub struct Observed<'a> {
@@ -15,6 +17,38 @@ pub struct Observed<'a> {
 impl Observed<'_> {
     pub fn name(&self) -> &str {
         self.object.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// `Kind/name`, as conditions and Events name a child.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.kind.gvk.kind, self.name())
+    }
+
+    /// Whether this is the object `child` names.
+    pub fn is(&self, child: &Child) -> bool {
+        self.kind.gvk == child.kind && self.name() == child.name
+    }
+}
+
+/// The observed children that no desired child names: what applying `desired` would delete.
+pub fn left_out<'o, 'a>(
+    observed: &'o [Observed<'a>],
+    desired: &'o [Child],
+) -> impl Iterator<Item = &'o Observed<'a>> {
+    observed
+        .iter()
+        .filter(|o| !desired.iter().any(|child| o.is(child)))
+}
+
+/// The guest's request for `parent`: it and the children it controls, as JSON.
+pub fn request(parent: &DynamicObject, observed: &[Observed<'_>], finalizing: bool) -> Request {
+    Request {
+        parent: serde_json::to_string(parent).expect("objects serialize"),
+        children: observed
+            .iter()
+            .map(|o| serde_json::to_string(o.object.as_ref()).expect("objects serialize"))
+            .collect(),
+        finalizing,
     }
 }
 

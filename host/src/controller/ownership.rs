@@ -39,10 +39,7 @@ impl Context {
     ) -> Result<Vec<Claim>, ReconcileError> {
         let mut claims = Vec::with_capacity(children.len());
         for child in children {
-            let owned = observed
-                .iter()
-                .any(|o| o.kind.gvk == child.kind && o.name() == child.name);
-            if owned {
+            if observed.iter().any(|o| o.is(child)) {
                 claims.push(Claim::Apply);
                 continue;
             }

@@ -11,9 +11,9 @@ use kube::runtime::events::{Event, EventType};
 use super::context::Context;
 use super::error::ReconcileError;
 use super::finalizer::has_finalizer;
+use super::observe::request;
 use super::shadow::comparable;
 use super::status::Outcome;
-use crate::guest::Request;
 use crate::text::truncate;
 use crate::validate::validate;
 
@@ -84,14 +84,7 @@ async fn reconcile_inner(
         .as_deref()
         .ok_or(ReconcileError::MissingMetadata("uid"))?;
     let observed = ctx.observe(namespace, uid);
-    let request = Request {
-        parent: serde_json::to_string(parent.as_ref()).expect("objects serialize"),
-        children: observed
-            .iter()
-            .map(|o| serde_json::to_string(o.object.as_ref()).expect("objects serialize"))
-            .collect(),
-        finalizing,
-    };
+    let request = request(parent, &observed, finalizing);
     let shadow_request = ctx.shadow.module().map(|_| request.clone());
     // The module that answers is the one the status names, even if a hot swap lands meanwhile.
     let module = ctx.module();

@@ -63,16 +63,20 @@ impl Shadow {
         self.verdicts.lock().expect("shadow lock poisoned").clear();
     }
 
-    /// Records `verdict` for `parent`, forgets the parents for which `exists` is false (deleted); returns
-    /// whether the verdict changed, and the counts of each kind.
+    /// Records `verdict` for `parent`; returns whether the verdict changed, and the counts of each
+    /// kind. Holding more verdicts than there are `live` parents means some parent was deleted: only
+    /// then are the verdicts of parents for which `exists` is false forgotten.
     fn record(
         &self,
         parent: &str,
         verdict: Verdict,
+        live: usize,
         exists: impl Fn(&str) -> bool,
     ) -> (bool, [i64; 3]) {
         let mut verdicts = self.verdicts.lock().expect("shadow lock poisoned");
-        verdicts.retain(|key, _| exists(key));
+        if verdicts.len() > live {
+            verdicts.retain(|key, _| exists(key));
+        }
         let changed = verdicts.insert(parent.to_string(), verdict.clone()) != Some(verdict);
         let mut counts = [0; 3];
         for verdict in verdicts.values() {
@@ -148,8 +152,9 @@ impl Context {
             let parent = ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace);
             self.parents.get(&parent).is_some()
         };
+        let live = self.parents.len();
         let (changed, [agrees, differs, failing]) =
-            self.shadow.record(key, verdict.clone(), exists);
+            self.shadow.record(key, verdict.clone(), live, exists);
         self.metrics.shadow_parents(agrees, differs, failing);
         let digest = candidate.short_digest();
         let (reason, note) = match &verdict {
@@ -208,26 +213,26 @@ mod tests {
         let shadow = Shadow::default();
         let all = |_: &str| true;
         assert_eq!(
-            shadow.record("ns/a", Verdict::Agrees, all),
+            shadow.record("ns/a", Verdict::Agrees, 2, all),
             (true, [1, 0, 0])
         );
         assert_eq!(
-            shadow.record("ns/a", Verdict::Agrees, all),
+            shadow.record("ns/a", Verdict::Agrees, 2, all),
             (false, [1, 0, 0])
         );
         let differs = Verdict::Differs("/status".into());
         assert_eq!(
-            shadow.record("ns/b", differs.clone(), all),
+            shadow.record("ns/b", differs.clone(), 2, all),
             (true, [1, 1, 0])
         );
-        assert_eq!(shadow.record("ns/b", differs, all), (false, [1, 1, 0]));
+        assert_eq!(shadow.record("ns/b", differs, 2, all), (false, [1, 1, 0]));
         assert_eq!(
-            shadow.record("ns/a", Verdict::Failing("GuestTrapped"), all),
+            shadow.record("ns/a", Verdict::Failing("GuestTrapped"), 2, all),
             (true, [0, 1, 1])
         );
         let gone = |key: &str| key != "ns/b";
         assert_eq!(
-            shadow.record("ns/a", Verdict::Agrees, gone),
+            shadow.record("ns/a", Verdict::Agrees, 1, gone),
             (true, [1, 0, 0]),
             "a deleted parent is no longer counted"
         );

@@ -10,9 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::controller::{
     Context, HOST_STATUS_KEYS, MANAGER, Observed, READY, ReconcileError, apply_body, child_id,
-    controlled_by, owner_reference, status_of,
+    controlled_by, left_out, owner_reference, request, status_of,
 };
-use crate::guest::Request;
 use crate::validate::validate;
 
 /// What applying the module's answer would do to one parent.
@@ -129,15 +128,9 @@ async fn fill(
     namespace: &str,
     observed: &[Observed<'_>],
 ) -> Result<(), ReconcileError> {
-    let request = Request {
-        parent: serde_json::to_string(parent).expect("objects serialize"),
-        children: observed
-            .iter()
-            .map(|o| serde_json::to_string(o.object.as_ref()).expect("objects serialize"))
-            .collect(),
-        finalizing: false,
-    };
-    let answer = ctx.module().call(&plan.parent, &request)?;
+    let answer = ctx
+        .module()
+        .call(&plan.parent, &request(parent, observed, false))?;
     let desired = validate(&answer, namespace, &ctx.rules)?;
     let owner = owner_reference(parent)?;
     let uid = owner["uid"].as_str().unwrap_or_default();
@@ -153,10 +146,7 @@ async fn fill(
             source,
         };
         // The child as it is now, not as listed: the cluster's controllers keep writing to it.
-        let owned = observed
-            .iter()
-            .any(|o| o.kind.gvk == child.kind && o.name() == child.name);
-        let before = match owned {
+        let before = match observed.iter().any(|o| o.is(child)) {
             true => api.get_opt(&child.name).await.map_err(failed)?,
             false => None,
         };
@@ -166,24 +156,16 @@ async fn fill(
             .await
             .map_err(failed)?;
         match before {
-            None => plan.created.push(comparable(&after)),
+            None => plan.created.push(as_compared(&after)),
             Some(before) => {
-                let patch = json_patch::diff(&comparable(&before), &comparable(&after));
+                let patch = json_patch::diff(&as_compared(&before), &as_compared(&after));
                 if !patch.0.is_empty() {
                     plan.changed.push(ChildChange { child: id, patch });
                 }
             }
         }
     }
-    plan.deleted = observed
-        .iter()
-        .filter(|o| {
-            !desired
-                .iter()
-                .any(|d| d.kind == o.kind.gvk && d.name == o.name())
-        })
-        .map(|o| format!("{}/{}", o.kind.gvk.kind, o.name()))
-        .collect();
+    plan.deleted = left_out(observed, &desired).map(Observed::id).collect();
 
     if let Some(status) = &answer.status {
         let patch = json_patch::diff(&guest_part(&status_of(parent)), &guest_part(status));
@@ -195,7 +177,7 @@ async fn fill(
 /// An object as compared: without what every write changes (resourceVersion, generation, the
 /// managedFields timestamps) and without its status (an apply never writes it), so that a diff shows
 /// only what the apply would change.
-fn comparable(object: &DynamicObject) -> Value {
+fn as_compared(object: &DynamicObject) -> Value {
     let mut value = serde_json::to_value(object).expect("objects serialize");
     if let Some(fields) = value.as_object_mut() {
         fields.remove("status");
