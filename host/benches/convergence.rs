@@ -20,6 +20,9 @@ mod floor;
 #[path = "../tests/common/guests.rs"]
 #[allow(dead_code)]
 mod guests;
+#[path = "../tests/common/kubectl.rs"]
+#[allow(dead_code)]
+mod kubectl;
 #[path = "../tests/common/myapp.rs"]
 #[allow(dead_code)]
 mod myapp;

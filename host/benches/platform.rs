@@ -14,6 +14,9 @@ mod guests;
 #[path = "../tests/common/host.rs"]
 #[allow(dead_code)]
 mod host;
+#[path = "../tests/common/kubectl.rs"]
+#[allow(dead_code)]
+mod kubectl;
 #[path = "../tests/common/myapp.rs"]
 #[allow(dead_code)]
 mod myapp;

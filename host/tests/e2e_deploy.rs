@@ -14,16 +14,10 @@ use testcluster::{TestCluster, failure_guard};
 use common::guests::{component, repo_root};
 use common::host::HostProcess;
 use common::http;
+use common::kubectl::kubectl_ok;
 use common::myapp::*;
 
 const HOST_NAMESPACE: &str = "reconcile-host-system";
-
-fn kubectl_ok(cluster: &TestCluster, args: &[&str]) -> String {
-    let out = cluster.kubectl().args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "kubectl {args:?}: {stderr}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn yaml_documents(file: &str) -> Vec<Value> {
     reconcile_host::render::read_documents(&repo_root().join("deploy").join(file)).unwrap()

@@ -8,8 +8,8 @@ use kube::api::ApiResource;
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::Store;
 use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client};
 
 use super::applied::AppliedChildren;
@@ -82,6 +82,20 @@ pub struct Context {
 }
 
 impl Context {
+    /// Whether the parent `namespace/name` is in the parent cache.
+    pub fn parent_exists(&self, key: &str) -> bool {
+        let Some((namespace, name)) = key.split_once('/') else {
+            return false;
+        };
+        let reference = ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace);
+        self.parents.get(&reference).is_some()
+    }
+
+    /// The parents whose last reconcile failed and that still exist, with the reason.
+    pub fn failing_parents(&self) -> Vec<(String, String)> {
+        self.health.failing_live(|key| self.parent_exists(key))
+    }
+
     /// Resolves the parent and child kinds (a typo in a flag fails here, with the kind named).
     /// Events go through `event_client`: the host's own identity, which alone may publish them.
     pub async fn discover(

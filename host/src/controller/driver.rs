@@ -63,6 +63,11 @@ pub async fn drive(
         futures::future::join_all(children_listed.iter().map(Listed::wait)).await;
         synced();
     });
+    ctx.metrics.max_concurrent_reconciles(ctx.concurrency);
+    let weak = Arc::downgrade(&ctx);
+    ctx.metrics.count_failing_parents(Box::new(move || {
+        weak.upgrade().map_or(0, |ctx| ctx.failing_parents().len())
+    }));
     let mut controller =
         Controller::for_stream_with(parents, parent_reader, ctx.parent.resource.clone())
             .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))

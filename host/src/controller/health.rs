@@ -53,6 +53,17 @@ impl ReconcilerHealth {
         self.lock().module_refused = refused;
     }
 
+    /// The failing parents for which `live` holds: a parent deleted while failing is never reconciled
+    /// again to clear its entry.
+    pub fn failing_live(&self, live: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+        self.lock()
+            .failing
+            .iter()
+            .filter(|(key, _)| live(key))
+            .map(|(key, reason)| (key.clone(), reason.clone()))
+            .collect()
+    }
+
     pub fn report(&self) -> HealthReport {
         let state = self.lock();
         HealthReport {
@@ -80,6 +91,15 @@ mod tests {
         let report = health.report();
         assert_eq!(report.failing.len(), 1);
         assert_eq!(report.failing["a/two"], "GuestTrapped");
+    }
+
+    #[test]
+    fn deleted_parents_are_not_counted_as_failing() {
+        let health = ReconcilerHealth::default();
+        health.parent_result("a/gone", Some("GuestTrapped"));
+        health.parent_result("a/here", Some("ApplyFailed"));
+        let failing = health.failing_live(|key| key != "a/gone");
+        assert_eq!(failing, vec![("a/here".into(), "ApplyFailed".into())]);
     }
 
     #[test]

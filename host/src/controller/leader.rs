@@ -9,6 +9,8 @@ use kube::Client;
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 
+use crate::telemetry::Metrics;
+
 /// How long a lease lasts without renewal: a standby takes over at most this long after a leader dies.
 const LEASE_SECONDS: u64 = 10;
 /// How long before expiry the leader renews.
@@ -25,6 +27,22 @@ pub struct Election {
 /// Held while this process leads; dropping it releases the lease.
 pub struct Leadership {
     state: watch::Receiver<bool>,
+}
+
+/// Takes part in `election` if there is one, and returns once this process may reconcile; the
+/// `reconcile_host_leader` gauge says which it is meanwhile. Losing the lease later ends the process.
+pub async fn lead(
+    election: Option<Election>,
+    client: Client,
+    metrics: &Metrics,
+) -> anyhow::Result<()> {
+    if let Some(election) = election {
+        metrics.leading(false);
+        let leadership = election.acquire(client).await?;
+        tokio::spawn(exit_on_loss(leadership));
+    }
+    metrics.leading(true);
+    Ok(())
 }
 
 impl Election {

@@ -204,21 +204,18 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     tracing::info!(%source, digest = module.digest(), bytes = module.size(), "module loaded");
     metrics.module_loaded(module.digest(), true);
 
-    if args.leader_election {
-        let election = leader::Election {
-            namespace: args
-                .leader_election_namespace
-                .clone()
-                .unwrap_or_else(leader::namespace),
-            lease: args
-                .leader_election_id
-                .clone()
-                .unwrap_or_else(|| format!("reconcile-host-{}", args.parent.kind.to_lowercase())),
-            identity: leader::identity(),
-        };
-        let leadership = election.acquire(client.clone()).await?;
-        tokio::spawn(leader::exit_on_loss(leadership));
-    }
+    let election = args.leader_election.then(|| leader::Election {
+        namespace: args
+            .leader_election_namespace
+            .clone()
+            .unwrap_or_else(leader::namespace),
+        lease: args
+            .leader_election_id
+            .clone()
+            .unwrap_or_else(|| format!("reconcile-host-{}", args.parent.kind.to_lowercase())),
+        identity: leader::identity(),
+    });
+    leader::lead(election, client.clone(), &metrics).await?;
 
     let settings = args.settings();
     let client_for_shadow = client.clone();

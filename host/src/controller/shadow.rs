@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use kube::core::DynamicObject;
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::ObjectRef;
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
@@ -147,14 +146,10 @@ impl Context {
         verdict: Verdict,
         diff: String,
     ) {
-        let exists = |key: &str| {
-            let (namespace, name) = key.split_once('/').unwrap_or_default();
-            let parent = ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace);
-            self.parents.get(&parent).is_some()
-        };
         let live = self.parents.len();
         let (changed, [agrees, differs, failing]) =
-            self.shadow.record(key, verdict.clone(), live, exists);
+            self.shadow
+                .record(key, verdict.clone(), live, |key| self.parent_exists(key));
         self.metrics.shadow_parents(agrees, differs, failing);
         let digest = candidate.short_digest();
         let (reason, note) = match &verdict {

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use kube::Client;
 use kube::core::DynamicObject;
 use kube::runtime::events::Recorder;
-use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -288,17 +288,8 @@ impl Run {
 /// The status of a reconciler whose controller runs.
 fn running_report(ctx: &Context, synced: bool) -> Report {
     let health = ctx.health.report();
-    let parents: Vec<String> = ctx
-        .parents
-        .state()
-        .iter()
-        .map(|p| format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any()))
-        .collect();
-    let failing: Vec<(&String, &String)> = health
-        .failing
-        .iter()
-        .filter(|(key, _)| parents.contains(key))
-        .collect();
+    let parents = ctx.parents.len();
+    let failing = ctx.failing_parents();
     let module = ctx.module();
     let (ready, reason, message) = match (&health.watch_error, synced) {
         (Some(error), _) => (false, "WatchFailed", error.clone()),
@@ -310,11 +301,7 @@ fn running_report(ctx: &Context, synced: bool) -> Report {
         (None, true) => (
             true,
             "Running",
-            format!(
-                "{} parents, module {}",
-                parents.len(),
-                module.short_digest()
-            ),
+            format!("{parents} parents, module {}", module.short_digest()),
         ),
     };
     let degraded = match (&health.module_refused, failing.first()) {
@@ -330,7 +317,7 @@ fn running_report(ctx: &Context, synced: bool) -> Report {
             format!(
                 "{} of {} parents fail, e.g. {first}: {reason}",
                 failing.len(),
-                parents.len()
+                parents
             ),
         )),
         (None, None) => None,
@@ -341,7 +328,7 @@ fn running_report(ctx: &Context, synced: bool) -> Report {
         message,
         degraded,
         module_digest: Some(module.digest().to_string()),
-        parents: parents.len(),
+        parents,
         failing_parents: failing.len(),
     }
 }

@@ -77,15 +77,12 @@ async fn serve_async(args: ServeArgs) -> anyhow::Result<()> {
     let runtime = Runtime::new(defaults.clone())?;
     let config = kube::Config::infer().await?;
     let client = kube::Client::try_from(config.clone())?;
-    if args.leader_election {
-        let election = leader::Election {
-            namespace: leader::namespace(),
-            lease: "reconcile-host-platform".into(),
-            identity: leader::identity(),
-        };
-        let leadership = election.acquire(client.clone()).await?;
-        tokio::spawn(leader::exit_on_loss(leadership));
-    }
+    let election = args.leader_election.then(|| leader::Election {
+        namespace: leader::namespace(),
+        lease: "reconcile-host-platform".into(),
+        identity: leader::identity(),
+    });
+    leader::lead(election, client.clone(), &metrics).await?;
     let reporter = Reporter {
         controller: MANAGER.into(),
         instance: std::env::var("POD_NAME").ok(),

@@ -44,6 +44,10 @@ struct DigestLabels {
     digest: String,
 }
 
+/// Counts one controller's failing parents. Counted at scrape time, not at reconcile time: a parent
+/// deleted while failing is never reconciled again, and must still leave the count.
+pub type FailingCounter = Box<dyn Fn() -> usize + Send + Sync>;
+
 type SecondsFamily = Family<ControllerLabels, Histogram, fn() -> Histogram>;
 
 /// The metric families, registered once per process and shared by every controller's handle.
@@ -59,6 +63,12 @@ struct Families {
     active_module: Family<DigestLabels, Gauge>,
     child_applies: Family<ResultLabels, Counter>,
     shadow_parents: Family<ResultLabels, Gauge>,
+    failing_parents: Family<ControllerLabels, Gauge>,
+    module_refused: Family<ControllerLabels, Gauge>,
+    max_workers: Family<ControllerLabels, Gauge>,
+    leader: Gauge,
+    /// Each controller's count of failing parents, taken when scraped (see `count_failing_parents`).
+    failing_counters: Mutex<HashMap<String, FailingCounter>>,
     /// Each controller's active digest, to take its series down when another replaces it.
     active_digests: Mutex<HashMap<String, String>>,
 }
@@ -89,6 +99,11 @@ impl Families {
             active_module: Family::default(),
             child_applies: Family::default(),
             shadow_parents: Family::default(),
+            failing_parents: Family::default(),
+            module_refused: Family::default(),
+            max_workers: Family::default(),
+            leader: Gauge::default(),
+            failing_counters: Mutex::default(),
             active_digests: Mutex::default(),
         };
         let mut registry = Registry::default();
@@ -143,6 +158,26 @@ impl Families {
             "Parents on which the shadow module's last answer agrees with, differs from, or failed beside the active one's",
             f.shadow_parents.clone(),
         );
+        registry.register(
+            "reconcile_host_failing_parents",
+            "Parents whose last reconcile failed (Ready=False), among the live ones",
+            f.failing_parents.clone(),
+        );
+        registry.register(
+            "reconcile_host_module_refused",
+            "1 while the latest module version offered was refused and the previous one keeps serving",
+            f.module_refused.clone(),
+        );
+        registry.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "How many reconciles may run at once (0: no limit)",
+            f.max_workers.clone(),
+        );
+        registry.register(
+            "reconcile_host_leader",
+            "1 while this process may reconcile (it holds the lease, or runs without leader election)",
+            f.leader.clone(),
+        );
         Families {
             registry,
             ..families
@@ -176,6 +211,13 @@ impl Metrics {
     pub fn remove_controller(&self) {
         let f = &self.families;
         f.active_workers.remove(&self.controller);
+        f.max_workers.remove(&self.controller);
+        f.module_refused.remove(&self.controller);
+        f.failing_parents.remove(&self.controller);
+        f.failing_counters
+            .lock()
+            .expect("metrics lock poisoned")
+            .remove(&self.controller.controller);
         self.set_active_digest(None);
     }
 
@@ -275,13 +317,50 @@ impl Metrics {
                 result,
             }))
             .inc();
+        f.module_refused
+            .get_or_create(&self.controller)
+            .set(i64::from(!accepted));
         if accepted {
             self.set_active_digest(Some(&digest));
         }
     }
 
+    /// Sets how many reconciles of this controller may run at once.
+    pub fn max_concurrent_reconciles(&self, max: u16) {
+        self.families
+            .max_workers
+            .get_or_create(&self.controller)
+            .set(i64::from(max));
+    }
+
+    /// Counts this controller's failing parents with `counter` whenever the metrics are scraped.
+    pub fn count_failing_parents(&self, counter: FailingCounter) {
+        self.families
+            .failing_counters
+            .lock()
+            .expect("metrics lock poisoned")
+            .insert(self.controller.controller.clone(), counter);
+    }
+
+    /// Records whether this process may reconcile (leads, or needs no lease).
+    pub fn leading(&self, leads: bool) {
+        self.families.leader.set(i64::from(leads));
+    }
+
     /// The OpenMetrics text of every metric of every controller.
     pub fn encode(&self) -> String {
+        let f = &self.families;
+        for (controller, count) in f
+            .failing_counters
+            .lock()
+            .expect("metrics lock poisoned")
+            .iter()
+        {
+            let labels = ControllerLabels {
+                controller: controller.clone(),
+            };
+            f.failing_parents.get_or_create(&labels).set(count() as i64);
+        }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.families.registry)
             .expect("writing to a String");
@@ -310,73 +389,5 @@ impl Drop for ReconcileTimer<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exports_controller_runtime_names_and_guest_figures() {
-        let metrics = Metrics::new("myapp");
-        drop(metrics.reconcile_started());
-        metrics.reconcile_finished("success");
-        metrics.reconcile_finished("error");
-        metrics.guest_call(Duration::from_micros(40), Some("GuestTrapped"));
-        metrics.module_loaded("sha256:aaa", true);
-        metrics.module_loaded("sha256:bbb", true);
-        metrics.module_loaded("sha256:ccc", false);
-        let text = metrics.encode();
-        for expected in [
-            r#"controller_runtime_reconcile_total{controller="myapp",result="success"} 1"#,
-            r#"controller_runtime_reconcile_errors_total{controller="myapp"} 1"#,
-            r#"controller_runtime_active_workers{controller="myapp"} 0"#,
-            r#"controller_runtime_reconcile_time_seconds_count{controller="myapp"} 1"#,
-            r#"reconcile_host_guest_failures_total{controller="myapp",reason="GuestTrapped"} 1"#,
-            r#"reconcile_host_module_loads_total{controller="myapp",digest="sha256:ccc",result="refused"} 1"#,
-            r#"reconcile_host_active_module{controller="myapp",digest="sha256:bbb"} 1"#,
-        ] {
-            assert!(text.contains(expected), "missing {expected} in:\n{text}");
-        }
-        assert!(
-            !text.contains(r#"digest="sha256:aaa"} 1"#),
-            "the old module is still active:\n{text}"
-        );
-    }
-
-    #[test]
-    fn controllers_share_a_registry_and_keep_their_own_series() {
-        let team_a = Metrics::new("team-a/myapp");
-        let team_b = team_a.for_controller("team-b/website");
-        team_a.module_loaded("sha256:aaa", true);
-        team_b.module_loaded("sha256:bbb", true);
-        team_b.reconcile_finished("error");
-        let text = team_a.encode();
-        assert!(
-            text.contains(
-                r#"reconcile_host_active_module{controller="team-a/myapp",digest="sha256:aaa"} 1"#
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                r#"controller_runtime_reconcile_errors_total{controller="team-b/website"} 1"#
-            ),
-            "{text}"
-        );
-        assert!(
-            !text.contains(
-                r#"controller_runtime_reconcile_errors_total{controller="team-a/myapp"}"#
-            ),
-            "{text}"
-        );
-
-        team_b.remove_controller();
-        let text = team_a.encode();
-        assert!(
-            !text.contains(r#"reconcile_host_active_module{controller="team-b/website""#),
-            "{text}"
-        );
-        assert!(
-            text.contains(r#"controller="team-a/myapp",digest="sha256:aaa"} 1"#),
-            "{text}"
-        );
-    }
-}
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -5,6 +5,8 @@ pub mod conformance;
 pub mod guests;
 pub mod host;
 pub mod http;
+pub mod kubectl;
+pub mod monitoring;
 pub mod myapp;
 pub mod platform;
 pub mod restart;

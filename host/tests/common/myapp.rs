@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use testcluster::TestCluster;
 
 use super::guests::repo_root;
+use super::kubectl::apply_crd;
 
 pub const TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -32,33 +33,10 @@ pub fn deployments(client: &Client, namespace: &str) -> Api<Deployment> {
 
 /// Applies deploy/crd.yaml (idempotent) and waits until the API serves MyApp.
 pub fn install_crd(cluster: &TestCluster) {
-    let crd = repo_root().join("deploy/crd.yaml");
-    let out = cluster
-        .kubectl()
-        .args(["apply", "--server-side", "-f"])
-        .arg(&crd)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "applying the CRD: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = cluster
-        .kubectl()
-        .args([
-            "wait",
-            "--for",
-            "condition=established",
-            "--timeout=60s",
-            "crd/myapps.example.com",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "CRD not established: {}",
-        String::from_utf8_lossy(&out.stderr)
+    apply_crd(
+        cluster,
+        &repo_root().join("deploy/crd.yaml"),
+        "myapps.example.com",
     );
 }
 

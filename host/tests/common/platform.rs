@@ -17,6 +17,7 @@ use testcluster::TestCluster;
 
 use super::guests::{component, repo_root};
 use super::host::HostProcess;
+use super::kubectl::kubectl_ok;
 use super::myapp::{ready_condition, wait_object_status, wait_status};
 
 /// The label that ties a test's reconcilers to the test's own platform host (tests share a cluster).
@@ -44,15 +45,6 @@ pub fn kubectl_apply(cluster: &TestCluster, documents: &[Value]) {
     assert!(
         out.status.success(),
         "kubectl apply: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn kubectl_ok(cluster: &TestCluster, args: &[&str]) {
-    let out = cluster.kubectl().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
