@@ -14,20 +14,14 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{component, myapp_variant_b};
+use common::guests::{component, digest, myapp_variant_b};
 use common::host::HostProcess;
 use common::myapp::*;
 
 const PARENTS: usize = 50;
 const VARIANT_LABEL: &str = "example.com/variant";
-
-fn digest(path: &Path) -> String {
-    let bytes = std::fs::read(path).unwrap();
-    format!("sha256:{:x}", Sha256::digest(&bytes))
-}
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -46,18 +40,6 @@ fn module_configmap(bytes: Vec<u8>) -> ConfigMap {
             ByteString(bytes),
         )])),
         ..ConfigMap::default()
-    }
-}
-
-async fn create_parents(client: &kube::Client, namespace: &str, count: usize) {
-    for i in 0..count {
-        create_myapp(
-            client,
-            namespace,
-            &format!("app-{i:02}"),
-            json!({"replicas": 1}),
-        )
-        .await;
     }
 }
 
@@ -145,7 +127,7 @@ async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logi
             &source,
         ],
     );
-    create_parents(&client, &namespace, PARENTS).await;
+    create_myapps(&client, &namespace, PARENTS).await;
     wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_a), None).await;
 
     // Swap to the variant: every Deployment follows, the host is the same process.
@@ -241,7 +223,7 @@ async fn a_mounted_file_swap_reaches_every_parent() {
     kubelet_publish(volume.path(), "v1", &module_a);
     let mounted = volume.path().join("module.wasm");
     let mut host = HostProcess::myapp(cluster.kubeconfig_path(), &namespace, &mounted, &[]);
-    create_parents(&client, &namespace, PARENTS).await;
+    create_myapps(&client, &namespace, PARENTS).await;
     wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_a), None).await;
 
     kubelet_publish(volume.path(), "v2", &module_b);

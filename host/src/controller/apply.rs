@@ -54,6 +54,15 @@ impl fmt::Display for Change {
     }
 }
 
+/// What applying an answer's children did.
+#[derive(Default)]
+pub struct Applied {
+    /// The creations, spec updates and adoptions to report as Events.
+    pub changes: Vec<Change>,
+    /// Whether any apply changed a stored object (a label counts; a spec update is also a change).
+    pub wrote: bool,
+}
+
 impl Context {
     /// Server-side applies every child (one field manager, forced: the host owns what the guest wants
     /// of the objects its parent controls), after the ownership rule passed for all of them.
@@ -63,14 +72,14 @@ impl Context {
         children: &[Child],
         observed: &[Observed<'_>],
         namespace: &str,
-    ) -> Result<Vec<Change>, ReconcileError> {
+    ) -> Result<Applied, ReconcileError> {
         let owner = owner_reference(parent)?;
         let parent_uid = owner["uid"].as_str().unwrap_or_default();
         let claims = self
             .claim_children(parent_uid, children, observed, namespace)
             .await?;
         let params = PatchParams::apply(MANAGER).force();
-        let mut changes = Vec::new();
+        let mut result = Applied::default();
         for (child, claim) in children.iter().zip(claims) {
             let object = apply_body(&owner, child);
             let id = child_id(child);
@@ -98,6 +107,10 @@ impl Context {
                 })?;
             self.applied.record(&key, &object);
             self.metrics.child_apply("applied");
+            result.wrote |= before.is_none_or(|o| {
+                o.object.metadata.resource_version != applied.metadata.resource_version
+            });
+            let changes = &mut result.changes;
             match (before, claim) {
                 (_, Claim::Adopt { .. }) => changes.push(Change::Adopted(id)),
                 (None, Claim::Apply) => changes.push(Change::Created(id)),
@@ -107,7 +120,7 @@ impl Context {
                 (Some(_), Claim::Apply) => {}
             }
         }
-        Ok(changes)
+        Ok(result)
     }
 
     /// Deletes every owned child that is not among `desired` (with a UID precondition, so a child

@@ -38,7 +38,7 @@ pub use error::ReconcileError;
 pub use health::{HealthReport, ReconcilerHealth};
 pub use observe::{Observed, controlled_by, left_out, request};
 pub use ownership::child_id;
-pub use status::{HOST_STATUS_KEYS, READY, status_of};
+pub use status::{HOST_STATUS_KEYS, READY, guest_part, status_of};
 
 /// The field manager of every apply, and the value of the managed-by label on children.
 pub const MANAGER: &str = "reconcile-host";

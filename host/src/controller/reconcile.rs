@@ -101,9 +101,10 @@ async fn reconcile_inner(
     let answer = answer?;
     let children = validate(&answer, namespace, &ctx.rules)?;
 
-    let mut changes = ctx
+    let applied = ctx
         .apply_children(parent, &children, &observed, namespace)
         .await?;
+    let mut changes = applied.changes;
     changes.extend(ctx.prune(&observed, &children).await?);
     for change in &changes {
         ctx.publish(
@@ -117,11 +118,8 @@ async fn reconcile_inner(
     let reconciled = Outcome::Reconciled {
         guest_status: answer.status.as_ref(),
         module_digest: answering.digest(),
-        message: format!(
-            "{} children applied by module {}",
-            children.len(),
-            answering.short_digest()
-        ),
+        children: children.len(),
+        children_written: applied.wrote || !changes.is_empty(),
     };
     ctx.write_status(parent, namespace, reconciled).await?;
     if let Some(request) = shadow_request {

@@ -1,5 +1,10 @@
 //! The parent's status: the guest's part, plus the host's `observedGeneration`, `moduleDigest` and
 //! `Ready` condition, written through the status subresource only when it changed.
+//!
+//! `moduleDigest` names the module whose answer brought the parent to its state. An answer that changes
+//! nothing (no child written, the same guest status) leaves it, so that a swap to a module that answers
+//! the same costs a parent no write at all: which module *serves* is the host's to say
+//! (`reconcile_host_active_module`, the `Reconciler` status), not every parent's.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
@@ -21,7 +26,10 @@ pub enum Outcome<'a> {
         guest_status: Option<&'a Map<String, Value>>,
         /// The module that produced this answer.
         module_digest: &'a str,
-        message: String,
+        /// How many children the answer holds.
+        children: usize,
+        /// Whether applying the answer wrote any child (created, changed or deleted one).
+        children_written: bool,
     },
     Failed {
         reason: &'static str,
@@ -79,13 +87,24 @@ fn desired_status(
         Outcome::Reconciled {
             guest_status,
             module_digest,
-            message,
+            children,
+            children_written,
         } => {
             let mut status = guest_status.cloned().unwrap_or_else(|| current.clone());
+            let same_answer = !children_written && guest_part(&status) == guest_part(current);
+            let digest = match current.get("moduleDigest").and_then(Value::as_str) {
+                Some(previous) if same_answer => previous.to_string(),
+                _ => module_digest.to_string(),
+            };
             if let Some(generation) = generation {
                 status.insert("observedGeneration".into(), json!(generation));
             }
-            status.insert("moduleDigest".into(), json!(module_digest));
+            let short = digest
+                .trim_start_matches("sha256:")
+                .get(..12)
+                .unwrap_or(&digest);
+            let message = format!("{children} children applied by module {short}");
+            status.insert("moduleDigest".into(), json!(digest));
             (status, "True", "Reconciled", message)
         }
         Outcome::Failed { reason, message } => (current.clone(), "False", reason, message),
@@ -117,15 +136,39 @@ fn desired_status(
     status
 }
 
+/// The guest's part of a status: all but the host's keys and its `Ready` condition.
+pub fn guest_part(status: &Map<String, Value>) -> Map<String, Value> {
+    let mut part = status.clone();
+    for key in HOST_STATUS_KEYS {
+        part.remove(key);
+    }
+    if let Some(Value::Array(conditions)) = part.get_mut("conditions") {
+        conditions.retain(|c| c["type"] != READY);
+        if conditions.is_empty() {
+            part.remove("conditions");
+        }
+    }
+    part
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn reconciled(status: Option<&Map<String, Value>>) -> Outcome<'_> {
+        answered_by(status, "sha256:abc", true)
+    }
+
+    fn answered_by<'a>(
+        status: Option<&'a Map<String, Value>>,
+        module_digest: &'a str,
+        children_written: bool,
+    ) -> Outcome<'a> {
         Outcome::Reconciled {
             guest_status: status,
-            module_digest: "sha256:abc",
-            message: "ok".into(),
+            module_digest,
+            children: 1,
+            children_written,
         }
     }
 
@@ -183,5 +226,50 @@ mod tests {
         assert_eq!(ready["status"], "False");
         assert_eq!(ready["reason"], "GuestRejected");
         assert_eq!(ready["observedGeneration"], 2);
+    }
+
+    #[test]
+    fn a_module_that_answers_the_same_leaves_the_status_unwritten() {
+        let guest = json!({"phase": "Ready"}).as_object().unwrap().clone();
+        let old = answered_by(Some(&guest), "sha256:0123456789abcdef", true);
+        let first = desired_status(&Map::new(), Some(1), old);
+        let same = answered_by(Some(&guest), "sha256:fedcba9876543210", false);
+        assert_eq!(
+            desired_status(&first, Some(1), same),
+            first,
+            "the same answer from another module must cost no status write"
+        );
+
+        // A child written, or another guest status: the new module made this state.
+        let wrote = answered_by(Some(&guest), "sha256:fedcba9876543210", true);
+        let after = desired_status(&first, Some(1), wrote);
+        assert_eq!(after["moduleDigest"], "sha256:fedcba9876543210");
+        assert!(
+            after["conditions"][0]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("module fedcba987654")
+        );
+        let other = json!({"phase": "Created"}).as_object().unwrap().clone();
+        let changed = answered_by(Some(&other), "sha256:fedcba9876543210", false);
+        assert_eq!(
+            desired_status(&first, Some(1), changed)["moduleDigest"],
+            "sha256:fedcba9876543210"
+        );
+    }
+
+    #[test]
+    fn the_guest_part_of_a_status_leaves_out_what_the_host_writes() {
+        let status = json!({
+            "phase": "Ready", "observedGeneration": 3, "moduleDigest": "sha256:a",
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "Progressing", "status": "True"}],
+        });
+        let part = guest_part(status.as_object().unwrap());
+        assert_eq!(
+            Value::Object(part),
+            json!({"phase": "Ready", "conditions": [{"type": "Progressing", "status": "True"}]})
+        );
+        let host_only = json!({"observedGeneration": 1, "conditions": [{"type": "Ready"}]});
+        assert!(guest_part(host_only.as_object().unwrap()).is_empty());
     }
 }

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::controller::{
-    Context, HOST_STATUS_KEYS, MANAGER, Observed, READY, ReconcileError, apply_body, child_id,
-    controlled_by, left_out, owner_reference, request, status_of,
+    Context, MANAGER, Observed, ReconcileError, apply_body, child_id, controlled_by, guest_part,
+    left_out, owner_reference, request, status_of,
 };
 use crate::validate::validate;
 
@@ -168,7 +168,8 @@ async fn fill(
     plan.deleted = left_out(observed, &desired).map(Observed::id).collect();
 
     if let Some(status) = &answer.status {
-        let patch = json_patch::diff(&guest_part(&status_of(parent)), &guest_part(status));
+        let before = Value::Object(guest_part(&status_of(parent)));
+        let patch = json_patch::diff(&before, &Value::Object(guest_part(status)));
         plan.status = (!patch.0.is_empty()).then_some(patch);
     }
     Ok(())
@@ -188,40 +189,4 @@ fn as_compared(object: &DynamicObject) -> Value {
         }
     }
     value
-}
-
-/// The guest's part of a status: without the host's keys and `Ready` condition.
-fn guest_part(status: &Map<String, Value>) -> Value {
-    let mut part = status.clone();
-    for key in HOST_STATUS_KEYS {
-        part.remove(key);
-    }
-    if let Some(Value::Array(conditions)) = part.get_mut("conditions") {
-        conditions.retain(|c| c["type"] != READY);
-        if conditions.is_empty() {
-            part.remove("conditions");
-        }
-    }
-    Value::Object(part)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn the_guest_part_of_a_status_leaves_out_what_the_host_writes() {
-        let status = json!({
-            "phase": "Ready", "observedGeneration": 3, "moduleDigest": "sha256:a",
-            "conditions": [{"type": "Ready", "status": "True"}, {"type": "Progressing", "status": "True"}],
-        });
-        let part = guest_part(status.as_object().unwrap());
-        assert_eq!(
-            part,
-            json!({"phase": "Ready", "conditions": [{"type": "Progressing", "status": "True"}]})
-        );
-        let host_only = json!({"observedGeneration": 1, "conditions": [{"type": "Ready"}]});
-        assert_eq!(guest_part(host_only.as_object().unwrap()), json!({}));
-    }
 }

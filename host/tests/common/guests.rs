@@ -107,3 +107,10 @@ fn in_dir(dir: &Path, name: &str) -> PathBuf {
     assert!(path.exists(), "{} was not built", path.display());
     path
 }
+
+/// The digest the host gives a module file: `sha256:<hex>`.
+pub fn digest(path: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path).unwrap();
+    format!("sha256:{:x}", Sha256::digest(&bytes))
+}

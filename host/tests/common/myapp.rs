@@ -58,6 +58,19 @@ pub async fn create_myapp(
         .unwrap()
 }
 
+/// Creates `count` MyApps `app-00`, `app-01`... with one replica each.
+pub async fn create_myapps(client: &Client, namespace: &str, count: usize) {
+    for i in 0..count {
+        create_myapp(
+            client,
+            namespace,
+            &format!("app-{i:02}"),
+            json!({"replicas": 1}),
+        )
+        .await;
+    }
+}
+
 pub async fn patch_spec(client: &Client, namespace: &str, name: &str, spec: Value) {
     myapps(client, namespace)
         .patch(
