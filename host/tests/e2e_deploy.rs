@@ -6,8 +6,9 @@ mod common;
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Event as CoreEvent;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
@@ -190,24 +191,29 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
     );
 }
 
-#[tokio::test]
-async fn one_child_verb_less_is_a_clear_failure() {
-    let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
+/// The host running as a ServiceAccount bound to the shipped ClusterRole less `verb` on `resource`,
+/// with demo-app created: its namespace, and the Warning Event that reports the failure with `reason`.
+async fn one_verb_less(
+    cluster: &TestCluster,
+    test: &str,
+    resource: &str,
+    verb: &str,
+    reason: &str,
+) -> (kube::Client, String, HostProcess, CoreEvent) {
     install_crd(cluster);
-    let namespace = cluster.namespace("no-patch").await.unwrap();
+    let namespace = cluster.namespace(test).await.unwrap();
     let client = cluster.client().await.unwrap();
-
-    // The shipped ClusterRole without `patch` on the child kind (server-side apply needs it).
     let mut role = shipped_cluster_role();
     let name = format!("reconcile-host-{namespace}");
     role.metadata.name = Some(name.clone());
     let rules: &mut Vec<PolicyRule> = role.rules.as_mut().unwrap();
-    let child_rule = rules
+    let rule = rules
         .iter_mut()
-        .find(|r| r.resources.as_deref() == Some(&["deployments".to_string()]))
+        .find(|r| r.resources.as_deref() == Some(&[resource.to_string()]))
         .unwrap();
-    child_rule.verbs.retain(|v| v != "patch");
+    rule.verbs.retain(|v| v != verb);
+    // A rule left with no verb is invalid: drop it.
+    rules.retain(|r| !r.verbs.is_empty());
     Api::<ClusterRole>::all(client.clone())
         .create(&PostParams::default(), &role)
         .await
@@ -226,9 +232,30 @@ async fn one_child_verb_less_is_a_clear_failure() {
         .service_account_kubeconfig(&namespace, "limited")
         .await
         .unwrap();
-    let _host = HostProcess::myapp(&kubeconfig, &namespace, &component("guest_myapp"), &[]);
-
+    let host = HostProcess::myapp(&kubeconfig, &namespace, &component("guest_myapp"), &[]);
     create_myapp(&client, &namespace, "demo-app", json!({"replicas": 1})).await;
+    let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
+    let event = wait_for(&format!("a {reason} Event"), || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some(reason))
+        }
+    })
+    .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    (client, namespace, host, event)
+}
+
+#[tokio::test]
+async fn one_child_verb_less_is_a_clear_failure() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    // Server-side apply needs `patch`.
+    let (client, namespace, _host, _) =
+        one_verb_less(cluster, "no-patch", "deployments", "patch", "ApplyFailed").await;
     let status = wait_status(
         &client,
         &namespace,
@@ -244,6 +271,44 @@ async fn one_child_verb_less_is_a_clear_failure() {
         message.contains("Deployment/demo-app-deploy") && message.contains("forbidden"),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn a_child_the_host_may_not_get_is_a_clear_failure() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    // The ownership rule looks up a child not yet in the cache by name.
+    let (client, namespace, _host, event) =
+        one_verb_less(cluster, "no-get", "deployments", "get", "ChildLookupFailed").await;
+    let note = event.message.unwrap_or_default();
+    assert!(
+        note.contains("demo-app-deploy") && note.contains("forbidden"),
+        "{note}"
+    );
+    assert!(
+        deployments(&client, &namespace)
+            .get_opt("demo-app-deploy")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing is applied when the lookup fails"
+    );
+}
+
+#[tokio::test]
+async fn a_status_the_host_may_not_write_is_reported_as_an_event() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let (_, _, _host, event) = one_verb_less(
+        cluster,
+        "no-status",
+        "myapps/status",
+        "patch",
+        "ParentUpdateFailed",
+    )
+    .await;
+    let note = event.message.unwrap_or_default();
+    assert!(note.contains("forbidden"), "{note}");
 }
 
 #[tokio::test]
