@@ -1,14 +1,11 @@
 //! What deploy/ ships, on the real control plane: the kustomization applies, the host runs with exactly
 //! the shipped RBAC (as the ServiceAccount, through a TokenRequest token) and the shipped arguments,
-//! one verb less fails clearly, the metrics move, and a standby takes over from a killed leader.
+//! the metrics move, and a standby takes over from a killed leader (one verb less: e2e_deploy_rbac.rs).
 
 mod common;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Event as CoreEvent;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
-use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
@@ -44,14 +41,6 @@ fn shipped_args(namespace: &str, cache: &std::path::Path) -> Vec<String> {
         .collect();
     local.extend(["--namespace".to_string(), namespace.to_string()]);
     local
-}
-
-fn shipped_cluster_role() -> ClusterRole {
-    let role = yaml_documents("rbac.yaml")
-        .into_iter()
-        .find(|d| d["kind"] == "ClusterRole")
-        .unwrap();
-    serde_json::from_value(role).unwrap()
 }
 
 #[tokio::test]
@@ -189,126 +178,6 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         metrics.contains("reconcile_host_active_module{controller=\"myapp\",digest=\"sha256:"),
         "{metrics}"
     );
-}
-
-/// The host running as a ServiceAccount bound to the shipped ClusterRole less `verb` on `resource`,
-/// with demo-app created: its namespace, and the Warning Event that reports the failure with `reason`.
-async fn one_verb_less(
-    cluster: &TestCluster,
-    test: &str,
-    resource: &str,
-    verb: &str,
-    reason: &str,
-) -> (kube::Client, String, HostProcess, CoreEvent) {
-    install_crd(cluster);
-    let namespace = cluster.namespace(test).await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let mut role = shipped_cluster_role();
-    let name = format!("reconcile-host-{namespace}");
-    role.metadata.name = Some(name.clone());
-    let rules: &mut Vec<PolicyRule> = role.rules.as_mut().unwrap();
-    let rule = rules
-        .iter_mut()
-        .find(|r| r.resources.as_deref() == Some(&[resource.to_string()]))
-        .unwrap();
-    rule.verbs.retain(|v| v != verb);
-    // A rule left with no verb is invalid: drop it.
-    rules.retain(|r| !r.verbs.is_empty());
-    Api::<ClusterRole>::all(client.clone())
-        .create(&PostParams::default(), &role)
-        .await
-        .unwrap();
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": "limited", "namespace": namespace}],
-    }))
-    .unwrap();
-    Api::<ClusterRoleBinding>::all(client.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .unwrap();
-    let kubeconfig = cluster
-        .service_account_kubeconfig(&namespace, "limited")
-        .await
-        .unwrap();
-    let host = HostProcess::myapp(&kubeconfig, &namespace, &component("guest_myapp"), &[]);
-    create_myapp(&client, &namespace, "demo-app", json!({"replicas": 1})).await;
-    let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
-    let event = wait_for(&format!("a {reason} Event"), || {
-        let events = events.clone();
-        async move {
-            let list = events.list(&ListParams::default()).await.ok()?;
-            list.items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some(reason))
-        }
-    })
-    .await;
-    assert_eq!(event.type_.as_deref(), Some("Warning"));
-    (client, namespace, host, event)
-}
-
-#[tokio::test]
-async fn one_child_verb_less_is_a_clear_failure() {
-    let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
-    // Server-side apply needs `patch`.
-    let (client, namespace, _host, _) =
-        one_verb_less(cluster, "no-patch", "deployments", "patch", "ApplyFailed").await;
-    let status = wait_status(
-        &client,
-        &namespace,
-        "demo-app",
-        "Ready=False for lack of patch",
-        |st| ready_condition(st).is_some_and(|c| c["status"] == "False"),
-    )
-    .await;
-    let ready = ready_condition(&status).unwrap();
-    assert_eq!(ready["reason"], "ApplyFailed");
-    let message = ready["message"].as_str().unwrap();
-    assert!(
-        message.contains("Deployment/demo-app-deploy") && message.contains("forbidden"),
-        "{message}"
-    );
-}
-
-#[tokio::test]
-async fn a_child_the_host_may_not_get_is_a_clear_failure() {
-    let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
-    // The ownership rule looks up a child not yet in the cache by name.
-    let (client, namespace, _host, event) =
-        one_verb_less(cluster, "no-get", "deployments", "get", "ChildLookupFailed").await;
-    let note = event.message.unwrap_or_default();
-    assert!(
-        note.contains("demo-app-deploy") && note.contains("forbidden"),
-        "{note}"
-    );
-    assert!(
-        deployments(&client, &namespace)
-            .get_opt("demo-app-deploy")
-            .await
-            .unwrap()
-            .is_none(),
-        "nothing is applied when the lookup fails"
-    );
-}
-
-#[tokio::test]
-async fn a_status_the_host_may_not_write_is_reported_as_an_event() {
-    let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
-    let (_, _, _host, event) = one_verb_less(
-        cluster,
-        "no-status",
-        "myapps/status",
-        "patch",
-        "ParentUpdateFailed",
-    )
-    .await;
-    let note = event.message.unwrap_or_default();
-    assert!(note.contains("forbidden"), "{note}");
 }
 
 #[tokio::test]
