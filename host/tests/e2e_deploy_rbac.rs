@@ -6,10 +6,11 @@ mod common;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
+use common::events::wait_event;
 use common::guests::{component, repo_root};
 use common::host::HostProcess;
 use common::myapp::*;
@@ -66,23 +67,6 @@ async fn limited_kubeconfig(
         .unwrap()
 }
 
-/// The first Warning Event with `reason` in `namespace`.
-async fn wait_warning(client: &kube::Client, namespace: &str, reason: &str) -> CoreEvent {
-    let events: Api<CoreEvent> = Api::namespaced(client.clone(), namespace);
-    let event = wait_for(&format!("a {reason} Event"), || {
-        let events = events.clone();
-        async move {
-            let list = events.list(&ListParams::default()).await.ok()?;
-            list.items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some(reason))
-        }
-    })
-    .await;
-    assert_eq!(event.type_.as_deref(), Some("Warning"));
-    event
-}
-
 /// The host running as a ServiceAccount bound to the shipped ClusterRole less `verb` on `resource`,
 /// with demo-app created: its namespace, and the Warning Event that reports the failure with `reason`.
 async fn one_verb_less(
@@ -99,7 +83,8 @@ async fn one_verb_less(
     let kubeconfig = limited_kubeconfig(cluster, &client, &namespace, role).await;
     let host = HostProcess::myapp(&kubeconfig, &namespace, &component("guest_myapp"), &[]);
     create_myapp(&client, &namespace, "demo-app", json!({"replicas": 1})).await;
-    let event = wait_warning(&client, &namespace, reason).await;
+    let event = wait_event(&client, &namespace, None, reason).await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
     (client, namespace, host, event)
 }
 
@@ -201,7 +186,8 @@ async fn a_child_the_host_may_not_delete_is_a_clear_failure() {
         json!({"fault": "fixed-name:other-cm"}),
     )
     .await;
-    let event = wait_warning(&client, &namespace, "PruneFailed").await;
+    let event = wait_event(&client, &namespace, None, "PruneFailed").await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
     let note = event.message.unwrap_or_default();
     assert!(
         note.contains("renamed-cm") && note.contains("forbidden"),

@@ -11,11 +11,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
+use common::events::wait_event;
 use common::guests::{component, digest, myapp_variant_b};
 use common::host::HostProcess;
 use common::myapp::*;
@@ -114,19 +115,8 @@ async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logi
         .await
         .unwrap();
     let source = format!("{namespace}/logic/module.wasm");
-    let mut host = HostProcess::start(
-        cluster.kubeconfig_path(),
-        &[
-            "--parent",
-            "example.com/v1alpha1/MyApp",
-            "--child",
-            "apps/v1/Deployment",
-            "--namespace",
-            &namespace,
-            "--module-configmap",
-            &source,
-        ],
-    );
+    let mut host =
+        HostProcess::myapp_from_configmap(cluster.kubeconfig_path(), &namespace, &source, &[]);
     create_myapps(&client, &namespace, PARENTS).await;
     wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_a), None).await;
 
@@ -156,20 +146,7 @@ async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logi
         )
         .await
         .unwrap();
-    let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
-    let refused = wait_for("a ModuleRefused Event on the ConfigMap", || {
-        let events = events.clone();
-        async move {
-            let list = events
-                .list(&ListParams::default().fields("involvedObject.name=logic"))
-                .await
-                .ok()?;
-            list.items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("ModuleRefused"))
-        }
-    })
-    .await;
+    let refused = wait_event(&client, &namespace, Some("logic"), "ModuleRefused").await;
     assert!(
         refused
             .message

@@ -226,21 +226,12 @@ async fn each_alert_fires_on_the_metrics_of_a_host_in_its_state_and_none_on_a_he
     let modules = tempfile::tempdir().unwrap();
     let module = modules.path().join("module.wasm");
     std::fs::copy(component("guest_faults"), &module).unwrap();
-    let args = [
-        "--parent",
-        "example.com/v1alpha1/MyApp",
-        "--child",
-        "v1/ConfigMap",
-        "--namespace",
+    let failing = HostProcess::faults_from(
+        kubeconfig,
         &failing_ns,
-        "--module",
-        module.to_str().unwrap(),
-        "--concurrency",
-        "1",
-        "--guest-deadline-ms",
-        "3000",
-    ];
-    let failing = HostProcess::start(kubeconfig, &args);
+        &module,
+        &["--concurrency", "1", "--guest-deadline-ms", "3000"],
+    );
     let before = scrape_when(&failing, "the failing host's metrics", |s| {
         s.value("reconcile_host_leader").is_some()
     })

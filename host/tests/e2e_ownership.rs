@@ -6,12 +6,13 @@
 mod common;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
+use common::events::wait_event;
 use common::guests::component;
 use common::host::HostProcess;
 use common::myapp::*;
@@ -48,25 +49,6 @@ async fn wait_refused(client: &Client, namespace: &str, parent: &str, reason: &s
     )
     .await;
     ready_condition(&status).unwrap().clone()
-}
-
-/// The Event with `reason` on the object `name`, once it exists.
-async fn wait_event(client: &Client, namespace: &str, name: &str, reason: &str) -> CoreEvent {
-    let events: Api<CoreEvent> = Api::namespaced(client.clone(), namespace);
-    let fields = format!("involvedObject.name={name}");
-    wait_for(&format!("a {reason} Event on {name}"), || {
-        let (events, fields) = (events.clone(), fields.clone());
-        async move {
-            let list = events
-                .list(&ListParams::default().fields(&fields))
-                .await
-                .ok()?;
-            list.items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some(reason))
-        }
-    })
-    .await
 }
 
 /// Asserts that the person's Deployment is as created: same generation (spec untouched), same labels
@@ -136,7 +118,7 @@ async fn a_persons_deployment_named_by_a_guest_stays_exactly_as_it_was_and_outli
             message.contains(&format!("Deployment/{parent}-deploy")),
             "{message}"
         );
-        let event = wait_event(&client, &namespace, parent, "ChildExists").await;
+        let event = wait_event(&client, &namespace, Some(parent), "ChildExists").await;
         assert_eq!(event.type_.as_deref(), Some("Warning"));
     }
     wait_status(&client, &namespace, "control", "control Ready", |st| {
@@ -225,7 +207,7 @@ async fn two_parents_naming_one_child_the_first_keeps_it_and_prune_spares_what_i
         message.contains("ConfigMap/shared") && message.contains("MyApp/first"),
         "the refusal names the child and its controller: {message}"
     );
-    wait_event(&client, &namespace, "second", "ChildOwnedByOther").await;
+    wait_event(&client, &namespace, Some("second"), "ChildOwnedByOther").await;
     let after = configmaps.get("shared").await.unwrap();
     assert_eq!(after.resource_version(), shared.resource_version());
     assert_eq!(after.owner_references().len(), 1);
@@ -327,7 +309,7 @@ async fn adoption_is_opt_in_reported_and_never_of_a_controlled_object() {
         replicas_and_image(&adopted),
         (Some(3), Some("nginx:1.23".into()))
     );
-    let event = wait_event(&client, &namespace, "orphan", "Adopted").await;
+    let event = wait_event(&client, &namespace, Some("orphan"), "Adopted").await;
     assert!(
         event
             .message

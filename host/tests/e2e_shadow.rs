@@ -78,20 +78,11 @@ async fn a_shadow_module_is_compared_on_live_parents_never_applied_and_promoted_
     put_module(&client, &namespace, "candidate", key, &myapp_variant_c()).await;
     let active = format!("{namespace}/{module}/{key}");
     let candidate = format!("{namespace}/candidate/{key}");
-    let host = HostProcess::start(
+    let host = HostProcess::myapp_from_configmap(
         cluster.kubeconfig_path(),
-        &[
-            "--parent",
-            "example.com/v1alpha1/MyApp",
-            "--child",
-            "apps/v1/Deployment",
-            "--namespace",
-            &namespace,
-            "--module-configmap",
-            &active,
-            "--shadow-module-configmap",
-            &candidate,
-        ],
+        &namespace,
+        &active,
+        &["--shadow-module-configmap", &candidate],
     );
     // The candidate labels Deployments of 3 replicas or more: it differs on the big parents only.
     for (size, replicas) in [("small", 1), ("big", 3)] {

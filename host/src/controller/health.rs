@@ -21,10 +21,10 @@ struct State {
     module_refused: Option<String>,
 }
 
-/// A copy of the health at one moment.
+/// A copy of the health at one moment (the failing parents: `failing_live`, which leaves out the
+/// deleted ones).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HealthReport {
-    pub failing: BTreeMap<String, String>,
     pub watch_error: Option<String>,
     pub module_refused: Option<String>,
 }
@@ -67,7 +67,6 @@ impl ReconcilerHealth {
     pub fn report(&self) -> HealthReport {
         let state = self.lock();
         HealthReport {
-            failing: state.failing.clone(),
             watch_error: state.watch_error.clone(),
             module_refused: state.module_refused.clone(),
         }
@@ -88,9 +87,9 @@ mod tests {
         health.parent_result("a/one", Some("ApplyFailed"));
         health.parent_result("a/two", Some("GuestTrapped"));
         health.parent_result("a/one", None);
-        let report = health.report();
-        assert_eq!(report.failing.len(), 1);
-        assert_eq!(report.failing["a/two"], "GuestTrapped");
+        let failing = health.failing_live(|_| true);
+        assert_eq!(failing.len(), 1);
+        assert_eq!(failing[0], ("a/two".into(), "GuestTrapped".into()));
     }
 
     #[test]

@@ -57,24 +57,46 @@ impl HostProcess {
 
     /// Starts the host for MyApp parents and Deployment children in one namespace.
     pub fn myapp(kubeconfig: &Path, namespace: &str, module: &Path, extra: &[&str]) -> HostProcess {
-        HostProcess::for_myapps("apps/v1/Deployment", kubeconfig, namespace, module, extra)
+        let source = ["--module", module.to_str().unwrap()];
+        HostProcess::for_myapps("apps/v1/Deployment", kubeconfig, namespace, &source, extra)
+    }
+
+    /// Like `myapp`, with the module from the ConfigMap `source` (`namespace/name/key`).
+    pub fn myapp_from_configmap(
+        kubeconfig: &Path,
+        namespace: &str,
+        source: &str,
+        extra: &[&str],
+    ) -> HostProcess {
+        let source = ["--module-configmap", source];
+        HostProcess::for_myapps("apps/v1/Deployment", kubeconfig, namespace, &source, extra)
     }
 
     /// Starts the host with the faults guest for MyApp parents (`spec.fault`) and ConfigMap children
     /// in one namespace.
     pub fn faults(kubeconfig: &Path, namespace: &str, extra: &[&str]) -> HostProcess {
         let module = super::guests::component("guest_faults");
-        HostProcess::for_myapps("v1/ConfigMap", kubeconfig, namespace, &module, extra)
+        HostProcess::faults_from(kubeconfig, namespace, &module, extra)
+    }
+
+    /// Like `faults`, with the faults guest from `module` (a copy a test may overwrite).
+    pub fn faults_from(
+        kubeconfig: &Path,
+        namespace: &str,
+        module: &Path,
+        extra: &[&str],
+    ) -> HostProcess {
+        let source = ["--module", module.to_str().unwrap()];
+        HostProcess::for_myapps("v1/ConfigMap", kubeconfig, namespace, &source, extra)
     }
 
     fn for_myapps(
         child: &str,
         kubeconfig: &Path,
         namespace: &str,
-        module: &Path,
+        source: &[&str; 2],
         extra: &[&str],
     ) -> HostProcess {
-        let module = module.to_str().unwrap();
         let mut args = vec![
             "--parent",
             "example.com/v1alpha1/MyApp",
@@ -82,9 +104,8 @@ impl HostProcess {
             child,
             "--namespace",
             namespace,
-            "--module",
-            module,
         ];
+        args.extend_from_slice(source);
         args.extend_from_slice(extra);
         HostProcess::start(kubeconfig, &args)
     }

@@ -14,8 +14,16 @@ pub fn kubectl_ok(cluster: &TestCluster, args: &[&str]) -> String {
 
 /// Applies the CRD in `file` server-side and waits until `name` is established.
 pub fn apply_crd(cluster: &TestCluster, file: &Path, name: &str) {
-    let file = file.to_str().unwrap();
-    kubectl_ok(cluster, &["apply", "--server-side", "-f", file]);
+    kubectl_ok(
+        cluster,
+        &["apply", "--server-side", "-f", file.to_str().unwrap()],
+    );
+    wait_established(cluster, name);
+}
+
+/// Waits until the CRD `name` is established (its kind is served).
+pub fn wait_established(cluster: &TestCluster, name: &str) {
+    let crd = format!("crd/{name}");
     kubectl_ok(
         cluster,
         &[
@@ -23,7 +31,7 @@ pub fn apply_crd(cluster: &TestCluster, file: &Path, name: &str) {
             "--for",
             "condition=established",
             "--timeout=60s",
-            &format!("crd/{name}"),
+            &crd,
         ],
     );
 }

@@ -17,7 +17,7 @@ use testcluster::TestCluster;
 
 use super::guests::{component, repo_root};
 use super::host::HostProcess;
-use super::kubectl::kubectl_ok;
+use super::kubectl::{kubectl_ok, wait_established};
 use super::myapp::{ready_condition, wait_object_status, wait_status};
 
 /// The label that ties a test's reconcilers to the test's own platform host (tests share a cluster).
@@ -71,16 +71,7 @@ pub fn install_platform(cluster: &TestCluster) {
             "myapps.example.com",
             "websites.example.com",
         ] {
-            kubectl_ok(
-                cluster,
-                &[
-                    "wait",
-                    "--for",
-                    "condition=established",
-                    "--timeout=60s",
-                    &format!("crd/{crd}"),
-                ],
-            );
+            wait_established(cluster, crd);
         }
     });
 }

@@ -1,0 +1,31 @@
+//! Waiting for the Events the host publishes.
+
+use k8s_openapi::api::core::v1::Event as CoreEvent;
+use kube::Client;
+use kube::api::{Api, ListParams};
+
+use super::myapp::wait_for;
+
+/// The first Event with `reason` in `namespace` (on the object `name`, if given), once it exists.
+pub async fn wait_event(
+    client: &Client,
+    namespace: &str,
+    name: Option<&str>,
+    reason: &str,
+) -> CoreEvent {
+    let events: Api<CoreEvent> = Api::namespaced(client.clone(), namespace);
+    let params = match name {
+        Some(name) => ListParams::default().fields(&format!("involvedObject.name={name}")),
+        None => ListParams::default(),
+    };
+    wait_for(&format!("a {reason} Event on {name:?}"), || {
+        let (events, params) = (events.clone(), params.clone());
+        async move {
+            let list = events.list(&params).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some(reason))
+        }
+    })
+    .await
+}
