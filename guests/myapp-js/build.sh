@@ -7,7 +7,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${1:?usage: build.sh OUT.wasm}"
-wit="$here/../../wit"
+wit="$here/../../wit/v0.1.0"
 tools="${RECONCILE_HOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reconcile-host}/js"
 mkdir -p "$tools" "$(dirname "$out")"
 exec 9>"$tools.lock" && flock 9 # one install or build at a time

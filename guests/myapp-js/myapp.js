@@ -5,7 +5,7 @@
 // `<name>-deploy` running that image, and reports `status.phase`: `Created` until the observed Deployment
 // has as many ready replicas as asked, then `Ready`.
 //
-// componentize-js maps the contract (wit/reconciler.wit) onto plain JS: the `log` interface is a module
+// componentize-js maps the contract (wit/v0.1.0/reconciler.wit: this guest stays on contract 0.1.0) onto plain JS: the `log` interface is a module
 // named after it, the `request`/`response` records are objects with lowerCamelCase fields, an `option` is a
 // value or `undefined`, and a `result` is the returned value or, for its `err` case, a thrown value.
 

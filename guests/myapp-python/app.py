@@ -7,7 +7,7 @@ A `MyApp` (`spec.replicas`, default 1; `spec.image`, default `nginx:alpine`) wan
 `<name>-deploy` running that image, and reports `status.phase`: `Created` until the observed Deployment
 has as many ready replicas as asked, then `Ready`.
 
-componentize-py generates the `wit_world` package from wit/reconciler.wit at build time: the world's export
+componentize-py generates the `wit_world` package from wit/v0.1.0/reconciler.wit (contract 0.1.0) at build time: the world's export
 is the `reconcile` method of a class `WitWorld`, the records are dataclasses, an `option` is a value or
 `None`, and the `err` case of a `result` is raised as `componentize_py_types.Err`.
 """

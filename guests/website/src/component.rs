@@ -1,7 +1,7 @@
 //! The component glue: the contract's `reconcile` export over [`crate::reconcile`].
 
 wit_bindgen::generate!({
-    path: "../../wit",
+    path: "../../wit/v0.1.0",
     world: "reconciler",
 });
 
