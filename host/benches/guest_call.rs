@@ -121,6 +121,7 @@ fn main() {
     let request = Request {
         parent: parent.clone(),
         children: observed.clone(),
+        related: Vec::new(),
         finalizing: false,
     };
 
@@ -129,6 +130,7 @@ fn main() {
     // A finalizing call does no work in the guest: what is left is the host-guest crossing (copying
     // the request in and the answer out, the store's bookkeeping).
     let empty = Request {
+        related: Vec::new(),
         finalizing: true,
         ..request.clone()
     };

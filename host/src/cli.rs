@@ -36,7 +36,8 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the reconciler once on a parent from a file, with no cluster, and print what it wants.
+    /// Run the reconciler once on a parent from a file, with no cluster, and print what it wants (or,
+    /// with --convert-to, the parent converted to another version).
     Render(RenderArgs),
     /// Run the controller against a cluster (in-cluster config or KUBECONFIG).
     Run(Box<crate::controller::RunArgs>),
@@ -49,6 +50,9 @@ pub enum Command {
     /// Show what a module would change on every live parent (server-side dry-run, writes nothing);
     /// exits 2 if any parent would fail, 3 with --fail-on-change if any would change.
     Plan(Box<crate::plan::PlanArgs>),
+    /// Rewrite every object of a CRD at its storage version, then trim its status.storedVersions to
+    /// it: the step after switching the storage version (e.g. MyApp v1alpha1 -> v1beta1).
+    MigrateStorage(crate::migrate::MigrateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -68,6 +72,10 @@ pub struct RenderArgs {
     /// Pass `finalizing: true`, as while the parent is being deleted.
     #[arg(long)]
     pub finalizing: bool,
+    /// Instead of reconciling: print the object converted to this version (e.g. `example.com/v1beta1`)
+    /// by the module's `convert`, as the CRD conversion webhook would.
+    #[arg(long, value_name = "API_VERSION", conflicts_with_all = ["observed", "finalizing", "children"])]
+    pub convert_to: Option<String>,
     #[arg(long, short = 'o', default_value = "yaml")]
     pub output: OutputFormat,
     #[command(flatten)]

@@ -2,14 +2,16 @@
 //!
 //! The modules follow the data flow: `guest` runs the logic, `validate` holds its output to the safety
 //! rules, `render` and `conformance` run both without a cluster, `source` follows new versions of the
-//! module, `controller` applies the result to a cluster, and `platform` runs many
-//! controllers declared as objects.
+//! module, `controller` applies the result to a cluster, `conversion` serves the parent CRD's
+//! conversion webhook with the same module, `migrate` rewrites stored objects after a storage version
+//! change, and `platform` runs many controllers declared as objects.
 
 pub mod cli;
 pub mod conformance;
 pub mod controller;
 pub mod guest;
 pub mod kind;
+pub mod migrate;
 pub mod plan;
 pub mod platform;
 pub mod render;

@@ -1,11 +1,11 @@
-//! reconcile-host: parse the command line and hand over to `render`, `conformance`, `plan`, the
-//! controller (`run`) or the platform (`serve`).
+//! reconcile-host: parse the command line and hand over to `render`, `conformance`, `plan`,
+//! `migrate-storage`, the controller (`run`) or the platform (`serve`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use reconcile_host::cli::{Cli, Command};
-use reconcile_host::{conformance, controller, plan, platform, render, telemetry};
+use reconcile_host::{conformance, controller, migrate, plan, platform, render, telemetry};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -22,6 +22,10 @@ fn main() -> ExitCode {
         Command::Plan(args) => {
             telemetry::init_logging(cli.log_format, "warn");
             plan::plan(&args, &mut std::io::stdout().lock())
+        }
+        Command::MigrateStorage(args) => {
+            telemetry::init_logging(cli.log_format, "warn");
+            migrate::migrate_storage(&args, &mut std::io::stdout().lock()).map(done)
         }
         Command::Run(args) => {
             telemetry::init_logging(cli.log_format, "info,kube=warn");

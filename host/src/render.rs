@@ -1,5 +1,6 @@
-//! `reconcile-host render`: the guest and the safety rules on a parent from a file, no cluster needed.
-//! What a reconciler author runs before shipping a module.
+//! `reconcile-host render`: the guest and the safety rules on a parent from a file, no cluster needed
+//! (or the guest's conversion of it to another version). What a reconciler author runs before shipping
+//! a module.
 
 use std::io::Write;
 use std::path::Path;
@@ -32,9 +33,18 @@ pub fn render(args: &RenderArgs, out: &mut impl Write) -> anyhow::Result<()> {
 
     let runtime = Runtime::new(args.runtime.config())?;
     let module = Module::load_file(&runtime, &args.module)?;
+    if let Some(to_api_version) = &args.convert_to {
+        let converted = module.convert(&parent, to_api_version)?;
+        return match args.output {
+            OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&converted)?),
+            OutputFormat::Yaml => write!(out, "{}", serde_norway::to_string(&converted)?),
+        }
+        .map_err(Into::into);
+    }
     let request = Request {
         parent: parent.to_string(),
         children: observed.iter().map(Value::to_string).collect(),
+        related: Vec::new(),
         finalizing: args.finalizing,
     };
     let answer = module.call(&tag, &request)?;

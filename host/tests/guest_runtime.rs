@@ -48,6 +48,7 @@ fn request(parent: &Value) -> Request {
     Request {
         parent: parent.to_string(),
         children: Vec::new(),
+        related: Vec::new(),
         finalizing: false,
     }
 }

@@ -201,29 +201,20 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     };
     let mut updates = source.updates(Some(client.clone()));
     let module = swap::first_module(&runtime, &source, &mut updates).await?;
-    tracing::info!(%source, digest = module.digest(), bytes = module.size(), "module loaded");
+    tracing::info!(%source, digest = module.digest(), bytes = module.size(), world = module.world(), "module loaded");
     metrics.module_loaded(module.digest(), true);
 
-    let election = args.leader_election.then(|| leader::Election {
-        namespace: args
-            .leader_election_namespace
-            .clone()
-            .unwrap_or_else(leader::namespace),
-        lease: args
-            .leader_election_id
-            .clone()
-            .unwrap_or_else(|| format!("reconcile-host-{}", args.parent.kind.to_lowercase())),
-        identity: leader::identity(),
-    });
-    leader::lead(election, client.clone(), &metrics).await?;
-
+    // The context, the module follower and the conversion webhook come before the election: a standby
+    // serves conversions too (the API server calls any replica behind the Service), with the module
+    // every replica keeps current. The caches fill and reconciles start only once leading (`drive`).
     let settings = args.settings();
-    let client_for_shadow = client.clone();
-    let ctx =
-        Arc::new(Context::discover(client.clone(), client, &settings, module, metrics).await?);
+    let ctx = Arc::new(
+        Context::discover(client.clone(), client.clone(), &settings, module, metrics.clone())
+            .await?,
+    );
     let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
     if let Some(shadow) = shadow_source {
-        let mut updates = shadow.updates(Some(client_for_shadow));
+        let mut updates = shadow.updates(Some(client.clone()));
         let (ctx, runtime, reconcile_all) = (ctx.clone(), runtime.clone(), reconcile_all.clone());
         tokio::spawn(async move {
             let slot = swap::Slot::Shadow;
@@ -237,6 +228,20 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         updates,
         reconcile_all,
     ));
+
+    let election = args.leader_election.then(|| leader::Election {
+        namespace: args
+            .leader_election_namespace
+            .clone()
+            .unwrap_or_else(leader::namespace),
+        lease: args
+            .leader_election_id
+            .clone()
+            .unwrap_or_else(|| format!("reconcile-host-{}", args.parent.kind.to_lowercase())),
+        identity: leader::identity(),
+    });
+    leader::lead(election, client, &metrics).await?;
+
     tracing::info!(parent = %settings.parent, children = ?settings.children.iter().map(Gvk::to_string).collect::<Vec<_>>(), "controller starting");
     drive(
         ctx,

@@ -48,6 +48,7 @@ pub fn request(parent: &DynamicObject, observed: &[Observed<'_>], finalizing: bo
             .iter()
             .map(|o| serde_json::to_string(o.object.as_ref()).expect("objects serialize"))
             .collect(),
+        related: Vec::new(),
         finalizing,
     }
 }

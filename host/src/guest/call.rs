@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use wasmtime::{Store, Trap};
 
-use super::bindings::{Request, Response};
+use super::bindings::{Bindings, Request, Response};
 use super::budget::Reservation;
 use super::config::RuntimeConfig;
 use super::error::GuestError;
@@ -38,10 +38,19 @@ impl Module {
         if self.runtime.config.reuse_instance_calls > 0 {
             return self.call_reused(tag, request);
         }
+        self.call_fresh(tag, |bindings, store| bindings.reconcile(store, request))
+    }
+
+    /// Runs `call` on a fresh instance, within the deadline and the memory cap.
+    pub(crate) fn call_fresh<T>(
+        &self,
+        tag: &str,
+        call: impl FnOnce(&Bindings, &mut Store<GuestState>) -> wasmtime::Result<Result<T, String>>,
+    ) -> Result<T, GuestError> {
         let mut store = self.new_store(tag.to_string());
-        match self.pre.instantiate(&mut store) {
+        match self.linked.instantiate(&mut store) {
             Ok(bindings) => {
-                let result = bindings.call_reconcile(&mut store, request);
+                let result = call(&bindings, &mut store);
                 finish(&mut store, self.runtime.config.deadline, result)
             }
             Err(e) => {
@@ -70,11 +79,11 @@ impl Module {
 }
 
 /// Ends a call: moves the guest's output to the log and maps the result to what happened.
-pub(crate) fn finish(
+pub(crate) fn finish<T>(
     store: &mut Store<GuestState>,
     deadline: Duration,
-    result: wasmtime::Result<Result<Response, String>>,
-) -> Result<Response, GuestError> {
+    result: wasmtime::Result<Result<T, String>>,
+) -> Result<T, GuestError> {
     let stderr = store.data_mut().flush_stdio();
     classify(store, deadline, result, &stderr)
 }
@@ -82,12 +91,12 @@ pub(crate) fn finish(
 /// Maps wasmtime's error to what happened, using the limiter's record to tell a memory cap from a
 /// genuine trap. A trap is told by what the guest last wrote to stderr (a Rust panic message, a JS
 /// or Python exception), not by the wasm backtrace, which goes to the log at debug level.
-fn classify(
+fn classify<T>(
     store: &Store<GuestState>,
     deadline: Duration,
-    result: wasmtime::Result<Result<Response, String>>,
+    result: wasmtime::Result<Result<T, String>>,
     stderr: &str,
-) -> Result<Response, GuestError> {
+) -> Result<T, GuestError> {
     match result {
         Ok(Ok(response)) => Ok(response),
         Ok(Err(message)) => Err(GuestError::Rejected(truncate(message, MAX_MESSAGE))),

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::Reconciler;
+use super::bindings;
 use super::budget::MemoryBudget;
 use super::config::RuntimeConfig;
 use super::state::GuestState;
@@ -60,7 +60,7 @@ impl Runtime {
         // never call it. No preopens, no env, no args, no network; stdio is captured per call.
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
-        Reconciler::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+        bindings::add_to_linker(&mut linker)
             .map_err(|e| anyhow::anyhow!("linking the log interface: {e:?}"))?;
 
         Ok(Arc::new(Runtime {

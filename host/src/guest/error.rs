@@ -10,8 +10,11 @@ pub enum LoadError {
     NotAComponent(String),
     #[error("module failed to compile: {0}")]
     Compile(String),
-    #[error("module does not implement the world {world}: {reason}")]
-    WorldMismatch { world: &'static str, reason: String },
+    #[error("module implements none of the worlds {}: {reason}", .worlds.join(", "))]
+    WorldMismatch {
+        worlds: &'static [&'static str],
+        reason: String,
+    },
     #[error("cannot read module {path}: {source}")]
     Read {
         path: String,
@@ -47,6 +50,10 @@ pub enum GuestError {
     InvalidJson { what: String, reason: String },
     #[error("cannot instantiate guest: {0}")]
     Instantiate(String),
+    #[error(
+        "the module implements {world}, which has no `convert`: build it for reconcile:guest/converting-reconciler@0.2.0 to serve conversions"
+    )]
+    NoConvert { world: &'static str },
 }
 
 impl GuestError {
@@ -62,6 +69,7 @@ impl GuestError {
             GuestError::StatusTooLarge { .. } => "GuestStatusTooLarge",
             GuestError::InvalidJson { .. } => "GuestOutputInvalid",
             GuestError::Instantiate(_) => "GuestInstantiateFailed",
+            GuestError::NoConvert { .. } => "GuestCannotConvert",
         }
     }
 }

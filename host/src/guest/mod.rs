@@ -8,6 +8,7 @@ mod budget;
 mod cache;
 mod call;
 mod config;
+mod convert;
 mod engine;
 mod error;
 mod module;
@@ -15,7 +16,7 @@ mod reuse;
 mod state;
 mod stdio;
 
-pub use bindings::{Request, Response, WORLD};
+pub use bindings::{Request, Response, WORLDS};
 pub use budget::MemoryBudget;
 pub use call::Answer;
 pub(crate) use call::json_kind;

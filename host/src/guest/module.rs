@@ -6,17 +6,18 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::bindings::{ReconcilerPre, WORLD};
+use super::bindings::{Linked, WORLDS};
 use super::cache::ArtifactCache;
 use super::engine::Runtime;
 use super::error::LoadError;
 use super::reuse::WarmInstance;
 
-/// The active logic. Linking and type-checking happen once here, not per call: `ReconcilerPre` is the
-/// component with its imports resolved, ready to instantiate in microseconds.
+/// The active logic. Linking and type-checking happen once here, not per call: `Linked` is the
+/// component with its imports resolved against the world it implements, ready to instantiate in
+/// microseconds.
 pub struct Module {
     pub(crate) runtime: Arc<Runtime>,
-    pub(crate) pre: ReconcilerPre<super::state::GuestState>,
+    pub(crate) linked: Linked,
     digest: String,
     size: usize,
     /// Instances kept between calls in reuse mode (empty otherwise).
@@ -46,20 +47,22 @@ impl Module {
                 component
             }
         };
-        let pre = runtime
+        let mismatch = |reasons: Vec<String>| LoadError::WorldMismatch {
+            worlds: &WORLDS,
+            reason: format!(
+                "{}; the component has {}",
+                reasons.join("; "),
+                describe_world(&component, &runtime.engine)
+            ),
+        };
+        let instance = runtime
             .linker
             .instantiate_pre(&component)
-            .and_then(ReconcilerPre::new)
-            .map_err(|e| LoadError::WorldMismatch {
-                world: WORLD,
-                reason: format!(
-                    "{e:#}; the component has {}",
-                    describe_world(&component, &runtime.engine)
-                ),
-            })?;
+            .map_err(|e| mismatch(vec![format!("{e:#}")]))?;
+        let linked = Linked::new(instance).map_err(mismatch)?;
         Ok(Arc::new(Module {
             runtime: runtime.clone(),
-            pre,
+            linked,
             digest,
             size: bytes.len(),
             warm: Mutex::new(Vec::new()),
@@ -90,6 +93,16 @@ impl Module {
 
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// The contract world the module implements, e.g. `reconcile:guest/reconciler@0.1.0`.
+    pub fn world(&self) -> &'static str {
+        self.linked.world()
+    }
+
+    /// Whether the module exports `convert`, so that it can back a CRD conversion webhook.
+    pub fn converts(&self) -> bool {
+        self.linked.converts()
     }
 }
 

@@ -3,7 +3,7 @@
 
 use wasmtime::Store;
 
-use super::bindings::{Reconciler, Request, Response};
+use super::bindings::{Bindings, Request, Response};
 use super::call::finish;
 use super::error::GuestError;
 use super::module::Module;
@@ -12,7 +12,7 @@ use super::state::GuestState;
 /// An instance kept alive between calls, retired after a trap or after `reuse_instance_calls` calls.
 pub(crate) struct WarmInstance {
     store: Store<GuestState>,
-    bindings: Reconciler,
+    bindings: Bindings,
     calls: u32,
 }
 
@@ -29,7 +29,7 @@ impl Module {
             None => {
                 let mut store = self.new_store(tag.to_string());
                 let bindings = self
-                    .pre
+                    .linked
                     .instantiate(&mut store)
                     .map_err(|e| GuestError::Instantiate(format!("{e:#}")))?;
                 WarmInstance {
@@ -39,7 +39,7 @@ impl Module {
                 }
             }
         };
-        let result = warm.bindings.call_reconcile(&mut warm.store, request);
+        let result = warm.bindings.reconcile(&mut warm.store, request);
         let result = finish(&mut warm.store, self.runtime.config.deadline, result);
         warm.calls += 1;
         // A trapped instance may be in any state: drop it. A guest error string is a normal answer.

@@ -5,8 +5,7 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::bindings::Level;
-use super::bindings::reconcile::guest::{log, types};
+use super::bindings::{Level, LevelV0_1, log, log_v0_1, types, types_v0_1};
 use super::budget::Reservation;
 use super::stdio::CapturedOutput;
 
@@ -160,5 +159,21 @@ impl log::Host for GuestState {
     }
 }
 
-/// The `types` interface has no functions; the generated bindings still ask for its (empty) host trait.
+/// A 0.1.0 guest's log goes the same way: the interface did not change, only its version.
+impl log_v0_1::Host for GuestState {
+    fn emit(&mut self, level: LevelV0_1, message: String) {
+        let level = match level {
+            LevelV0_1::Trace => Level::Trace,
+            LevelV0_1::Debug => Level::Debug,
+            LevelV0_1::Info => Level::Info,
+            LevelV0_1::Warn => Level::Warn,
+            LevelV0_1::Error => Level::Error,
+        };
+        log::Host::emit(self, level, message)
+    }
+}
+
+/// The `types` interfaces have no functions; the generated bindings still ask for their (empty) host
+/// traits.
 impl types::Host for GuestState {}
+impl types_v0_1::Host for GuestState {}

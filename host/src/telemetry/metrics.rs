@@ -66,6 +66,7 @@ struct Families {
     failing_parents: Family<ControllerLabels, Gauge>,
     module_refused: Family<ControllerLabels, Gauge>,
     max_workers: Family<ControllerLabels, Gauge>,
+    conversions: Family<ResultLabels, Counter>,
     leader: Gauge,
     /// Each controller's count of failing parents, taken when scraped (see `count_failing_parents`).
     failing_counters: Mutex<HashMap<String, FailingCounter>>,
@@ -102,6 +103,7 @@ impl Families {
             failing_parents: Family::default(),
             module_refused: Family::default(),
             max_workers: Family::default(),
+            conversions: Family::default(),
             leader: Gauge::default(),
             failing_counters: Mutex::default(),
             active_digests: Mutex::default(),
@@ -122,6 +124,11 @@ impl Families {
             "controller_runtime_reconcile_time_seconds",
             "Time of one reconciliation",
             f.reconcile_time.clone(),
+        );
+        registry.register(
+            "reconcile_host_conversions",
+            "Conversion webhook reviews by result: success, or why the review failed",
+            f.conversions.clone(),
         );
         registry.register(
             "controller_runtime_active_workers",
@@ -282,6 +289,13 @@ impl Metrics {
             let labels = self.labels(|controller| ReasonLabels { controller, reason });
             self.families.guest_failures.get_or_create(&labels).inc();
         }
+    }
+
+    /// Counts a conversion review: `success`, or the reason it failed (a guest failure's reason, or
+    /// `ConversionInvalid` for an answer that is not the object in the desired version).
+    pub fn conversion(&self, result: &'static str) {
+        let labels = self.labels(|controller| ResultLabels { controller, result });
+        self.families.conversions.get_or_create(&labels).inc();
     }
 
     /// Counts a desired child: `applied`, or `skipped` as an apply that would change nothing.
