@@ -4,12 +4,16 @@
 //! guest: one ConfigMap `<name>-cm` in the parent's namespace, data `{"fault": "none"}`, status
 //! `{"ok": true}`; and while finalizing (without a fault or with `label:`), no children and `finalized`.
 //! With any other fault, finalizing makes no difference: the fault happens.
+//!
+//! It also exports `convert` (world `converting-reconciler`), which fails as the object's annotation
+//! `faults.example.com/convert` asks (see [`convert::convert`]) and otherwise only sets `apiVersion`.
 
 wit_bindgen::generate!({
     path: "../../wit",
-    world: "reconciler",
+    world: "converting-reconciler",
 });
 
+mod convert;
 mod fault;
 
 use fault::Fault;
@@ -63,6 +67,14 @@ struct Component;
 impl Guest for Component {
     fn reconcile(req: Request) -> Result<Response, String> {
         let result = run(req);
+        if let Err(message) = &result {
+            emit(Level::Warn, message);
+        }
+        result
+    }
+
+    fn convert(object: String, to_api_version: String) -> Result<String, String> {
+        let result = convert::convert(&object, &to_api_version);
         if let Err(message) = &result {
             emit(Level::Warn, message);
         }

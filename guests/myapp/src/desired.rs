@@ -4,8 +4,10 @@
 //! allocation per key and per string, which is most of a reconcile in wasm.
 
 use serde::Serialize;
+use serde_json::Value;
 
-/// `apps/v1` Deployment `<name>-deploy`: labels and selector `app: <name>`, one container `main`.
+/// `apps/v1` Deployment `<name>-deploy`: labels and selector `app: <name>`, one container `main`, with
+/// the parent's resources if it has any.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Deployment<'a> {
@@ -69,6 +71,9 @@ struct Container<'a> {
     name: &'static str,
     image: &'a str,
     ports: [ContainerPort; 1],
+    /// Left out when the parent sets none, so that such Deployments read as before v1beta1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
@@ -84,6 +89,7 @@ impl<'a> Deployment<'a> {
         name: &'a str,
         replicas: i32,
         image: &'a str,
+        resources: Option<&'a Value>,
     ) -> Self {
         let labels = Labels { app, variant: None };
         let variant = if cfg!(feature = "variant-b") {
@@ -113,6 +119,7 @@ impl<'a> Deployment<'a> {
                             name: "main",
                             image,
                             ports: [ContainerPort { container_port: 80 }],
+                            resources,
                         }],
                     },
                 },

@@ -1,22 +1,31 @@
-//! The seed's `MyApp` controller logic, as a pure function.
+//! The seed's `MyApp` controller logic, as a pure function, and its conversion between versions.
 //!
 //! A `MyApp` (`spec.replicas`, default 1; `spec.image`, default `nginx:alpine`) wants one Deployment
 //! `<name>-deploy` running that image, and reports `status.phase`: `Created` until the observed Deployment
 //! has as many ready replicas as asked, then `Ready`.
 //!
+//! That is version `example.com/v1alpha1`, the seed's. Version `example.com/v1beta1` moves the image to
+//! `spec.template.image` and adds `spec.template.resources` (a corev1 `ResourceRequirements`), which become
+//! the container's resources; the defaults, the status and the rules are the same. [`reconcile`] reads
+//! both, and [`convert()`] converts between them both ways without loss: a v1alpha1 object keeps what it
+//! cannot hold of a v1beta1 template in the annotation [`convert::TEMPLATE_ANNOTATION`], which reconcile
+//! also reads, so a parent gets the same Deployment at either version.
+//!
 //! The function only needs `serde`, so the same code builds natively (unit tests, the benchmark's
 //! native floor) and as a component: the WebAssembly glue is in [`component`], compiled for wasm32 only.
-//! Its parts follow the data: [`parent`] and [`observed`] read, [`desired`] writes. Reading and writing
+//! Its parts follow the data: [`parent`] and [`observed`] read, [`desired`] writes, [`convert`] converts. Reading and writing
 //! are typed and borrow from the input: a `serde_json::Value` tree costs an allocation per key and per
 //! string, and a reconcile in wasm spent most of its time there (4-5x faster per call without).
 
 #[cfg(target_arch = "wasm32")]
 mod component;
+pub mod convert;
 mod desired;
 mod object;
 mod observed;
 mod parent;
 
+pub use convert::convert;
 use desired::{Deployment, Status};
 use parent::MyApp;
 
@@ -71,6 +80,7 @@ pub fn reconcile(
         &deploy_name,
         app.replicas,
         &app.image,
+        app.resources.as_ref(),
     );
     let status = Status {
         phase,
