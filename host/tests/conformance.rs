@@ -2,13 +2,16 @@
 //! against the same fixtures (guests/myapp/fixtures), each with a fresh instance per call and with one
 //! reused instance (where state left over from one parent would show in the next answer). The JS and
 //! Python guests are built from source on first use by their `build.sh`, like the Rust ones by cargo.
+//! The Rust guest also implements MyApp v1beta1 and `convert` (guests/myapp/fixtures-v1beta1).
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use common::conformance::{assert_conforms, myapp_fixtures};
+use common::conformance::{
+    assert_conforms, assert_conforms_to, myapp_fixtures, myapp_v1beta1_fixtures,
+};
 use common::guests::{artifact_cache, component, myapp_js, myapp_python};
 use reconcile_host::guest::RuntimeConfig;
 
@@ -25,6 +28,21 @@ fn rust_guest_conforms() {
 }
 
 #[test]
+fn rust_guest_conforms_to_v1beta1_and_converts_both_ways() {
+    let report = assert_conforms_to(
+        &myapp_v1beta1_fixtures(),
+        &component("guest_myapp"),
+        RuntimeConfig::default(),
+    );
+    let conversions = report
+        .cases
+        .iter()
+        .filter(|case| case.name.starts_with("convert-"))
+        .count();
+    assert_eq!((report.cases.len(), conversions), (11, 8), "{report}");
+}
+
+#[test]
 fn javascript_guest_conforms() {
     assert_conforms_fresh_and_reused(&myapp_js(), RuntimeConfig::default());
 }
@@ -35,12 +53,16 @@ fn python_guest_conforms() {
 }
 
 fn conformance_command(module: &Path) -> std::process::Output {
+    conformance_command_on(module, &myapp_fixtures())
+}
+
+fn conformance_command_on(module: &Path, fixtures: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
         .arg("conformance")
         .arg("--module")
         .arg(module)
         .arg("--fixtures")
-        .arg(myapp_fixtures())
+        .arg(fixtures)
         .args(["--child", "apps/v1/Deployment"])
         .output()
         .expect("running reconcile-host conformance")
@@ -80,4 +102,22 @@ fn the_command_fails_a_guest_with_other_rules_and_says_where() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("6 of 6 cases failed"), "{stderr}");
+}
+
+#[test]
+fn the_command_fails_a_conversion_that_differs_and_says_where() {
+    // The faults guest's convert only sets apiVersion: the image stays at spec.image.
+    let out = conformance_command_on(&component("guest_faults"), &myapp_v1beta1_fixtures());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(
+            "FAIL  convert-demo-app-up: converted object at /spec/image: unexpected \"nginx:alpine\""
+        ) || stdout.contains("FAIL  convert-demo-app-up: converted object at /spec/template: missing"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("FAIL  convert-unknown-version: expected the guest to return an error"),
+        "{stdout}"
+    );
 }

@@ -1,6 +1,7 @@
-//! Runs every case in `fixtures/` through the pure functions, so that the fixtures the host's `render`
-//! command and conformance suite use stay true to the logic: a case with an `object.yaml` is a
-//! conversion, any other a reconcile.
+//! Runs every case in `fixtures/` (the seed's v1alpha1, which every language's MyApp guest passes) and
+//! `fixtures-v1beta1/` (v1beta1 and conversion, this guest's own) through the pure functions, so that the
+//! fixtures the host's `render` command and conformance suite use stay true to the logic: a case with
+//! an `object.yaml` is a conversion, any other a reconcile.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -23,7 +24,13 @@ fn one(path: &Path) -> Value {
 
 #[test]
 fn fixtures() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    assert_eq!(run_cases("fixtures"), (6, 0), "seed cases");
+    assert_eq!(run_cases("fixtures-v1beta1"), (3, 8), "v1beta1 cases");
+}
+
+/// Runs every case under `dir`; how many reconcile and conversion cases there were.
+fn run_cases(dir: &str) -> (usize, usize) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let (mut reconciles, mut conversions) = (0, 0);
     for entry in std::fs::read_dir(&root).unwrap() {
         let dir = entry.unwrap().path();
@@ -36,7 +43,7 @@ fn fixtures() {
             reconciles += 1;
         }
     }
-    assert_eq!((reconciles, conversions), (9, 8), "fixture cases");
+    (reconciles, conversions)
 }
 
 /// `parent.yaml` and `observed.yaml` in; `expected.yaml` and `expected-status.yaml`, or
