@@ -13,6 +13,7 @@ use common::guests::{component, repo_root};
 use common::host::HostProcess;
 use common::http;
 use common::kubectl::kubectl_ok;
+use common::ports::free_port;
 use common::myapp::*;
 
 const HOST_NAMESPACE: &str = "reconcile-host-system";
@@ -21,9 +22,10 @@ fn yaml_documents(file: &str) -> Vec<Value> {
     reconcile_host::render::read_documents(&repo_root().join("deploy").join(file)).unwrap()
 }
 
-/// The host's arguments as deploy/deployment.yaml gives them, with the in-cluster paths and port
-/// replaced by local ones and the watch narrowed to the test's namespace.
-fn shipped_args(namespace: &str, cache: &std::path::Path) -> Vec<String> {
+/// The host's arguments as deploy/deployment.yaml gives them, with the in-cluster paths and ports
+/// replaced by local ones (the webhook on `webhook_port`, its certificate also valid for 127.0.0.1)
+/// and the watch narrowed to the test's namespace.
+fn shipped_args(namespace: &str, cache: &std::path::Path, webhook_port: u16) -> Vec<String> {
     let deployment = &yaml_documents("deployment.yaml")[0];
     let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
         .as_array()
@@ -36,10 +38,13 @@ fn shipped_args(namespace: &str, cache: &std::path::Path) -> Vec<String> {
         .map(|a| match a.split_once('=') {
             Some(("--module", _)) => format!("--module={}", component("guest_myapp").display()),
             Some(("--cache-dir", _)) => format!("--cache-dir={}", cache.display()),
+            Some(("--conversion-webhook-addr", _)) => {
+                format!("--conversion-webhook-addr=127.0.0.1:{webhook_port}")
+            }
             _ => a,
         })
         .collect();
-    local.extend(["--namespace".to_string(), namespace.to_string()]);
+    local.extend(["--namespace", namespace, "--webhook-dns-name=127.0.0.1"].map(String::from));
     local
 }
 
@@ -64,7 +69,18 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         cluster,
         &["apply", "--server-side", "--dry-run=server", "-k", deploy],
     );
-    kubectl_ok(cluster, &["apply", "--server-side", "-k", deploy]);
+    // A field manager of its own: the other test's `install_crd` applies deploy/crd.yaml alone, and
+    // as the same manager it would take the conversion stanza of the kustomization's patch away.
+    kubectl_ok(
+        cluster,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=deploy-test",
+            "-k",
+            deploy,
+        ],
+    );
     kubectl_ok(
         cluster,
         &[
@@ -97,7 +113,8 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         .await
         .unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let args = shipped_args(&namespace, cache.path());
+    let webhook_port = free_port();
+    let args = shipped_args(&namespace, cache.path(), webhook_port);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let host = HostProcess::start_with_env(
         &kubeconfig,
@@ -141,6 +158,59 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         !host.log().contains("forbidden"),
         "the shipped RBAC was not enough:\n{}",
         host.log()
+    );
+
+    // The conversion webhook as the ServiceAccount: the certificate Secret made, the CA on the CRD.
+    // The Service cannot route to a host outside the cluster, so the CRD is pointed at it by URL to
+    // read demo-app at v1beta1.
+    kubectl_ok(
+        cluster,
+        &[
+            "get",
+            "secret",
+            "reconcile-host-webhook-tls",
+            "-n",
+            HOST_NAMESPACE,
+        ],
+    );
+    let ca_bundle = wait_for("the host's caBundle on the CRD", || async {
+        let crd = kubectl_ok(cluster, &["get", "crd", "myapps.example.com", "-o", "json"]);
+        let crd: Value = serde_json::from_str(&crd).unwrap();
+        let bundle = &crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"];
+        bundle.as_str().map(String::from)
+    })
+    .await;
+    assert!(!ca_bundle.is_empty());
+    let by_url = json!({"spec": {"conversion": {"webhook": {"clientConfig": {
+        "service": null,
+        "url": format!("https://127.0.0.1:{webhook_port}/convert"),
+    }}}}});
+    kubectl_ok(
+        cluster,
+        &[
+            "patch",
+            "crd",
+            "myapps.example.com",
+            "--type=merge",
+            "-p",
+            &by_url.to_string(),
+        ],
+    );
+    let beta = wait_for("demo-app read at v1beta1 through the host", || async {
+        let out = cluster
+            .kubectl()
+            .args(["get", "myapps.v1beta1.example.com", "demo-app"])
+            .args(["-n", &namespace, "-o", "json"])
+            .output()
+            .unwrap();
+        out.status.success().then(|| {
+            serde_json::from_slice::<Value>(&out.stdout).unwrap()
+        })
+    })
+    .await;
+    assert_eq!(
+        beta["spec"],
+        json!({"replicas": 2, "template": {"image": "nginx:1.23"}})
     );
 
     // The endpoints the probes and Prometheus use.

@@ -10,4 +10,5 @@ pub mod kubectl;
 pub mod monitoring;
 pub mod myapp;
 pub mod platform;
+pub mod ports;
 pub mod restart;

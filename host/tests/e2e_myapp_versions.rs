@@ -1,0 +1,264 @@
+//! MyApp from v1alpha1 to v1beta1 on the real control plane, with the conversion in the guest and the
+//! webhook served by the host: objects read at either version unchanged, parents reconciled whichever
+//! version they were written in, a module swap that changes the conversion live, a failing conversion
+//! that the client sees while the stored objects stay readable, and the storage migration. One test in
+//! its own binary: it switches the CRD's storage version, which every other MyApp test would feel.
+
+mod common;
+
+use std::path::Path;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use testcluster::{TestCluster, failure_guard};
+
+use common::guests::component;
+use common::host::HostProcess;
+use common::http;
+use common::myapp::*;
+use common::ports::free_port;
+
+const CRD: &str = "myapps.example.com";
+
+fn at(client: &kube::Client, namespace: &str, version: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("example.com", version, "MyApp");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "myapps");
+    Api::namespaced_with(client.clone(), namespace, &resource)
+}
+
+async fn get(client: &kube::Client, namespace: &str, version: &str, name: &str) -> Value {
+    let object = at(client, namespace, version).get(name).await.unwrap();
+    serde_json::to_value(object).unwrap()
+}
+
+/// The CRD's conversion stanza: the host's webhook at `port`, or none.
+async fn set_conversion(client: &kube::Client, port: Option<u16>) {
+    let conversion = match port {
+        Some(port) => json!({"strategy": "Webhook", "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": format!("https://127.0.0.1:{port}/convert")},
+        }}),
+        None => json!({"strategy": "None", "webhook": null}),
+    };
+    let patch = json!({"spec": {"conversion": conversion}});
+    crds(client)
+        .patch(CRD, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+fn crds(client: &kube::Client) -> Api<CustomResourceDefinition> {
+    Api::all(client.clone())
+}
+
+/// Waits until the CRD's webhook carries a caBundle (the host's).
+async fn wait_ca_bundle(client: &kube::Client) {
+    wait_for("the host's caBundle on the CRD", || async {
+        let crd = crds(client).get(CRD).await.ok()?;
+        let webhook = crd.spec.conversion?.webhook?;
+        webhook.client_config?.ca_bundle.map(drop)
+    })
+    .await;
+}
+
+/// `kubectl get` of `name` at `version`: its error output if it fails.
+fn kubectl_get_error(cluster: &TestCluster, namespace: &str, version: &str, name: &str) -> String {
+    let resource = format!("myapps.{version}.example.com");
+    let out = cluster
+        .kubectl()
+        .args(["get", &resource, name, "-n", namespace, "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "kubectl get {resource} {name} worked");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Puts `guest` at `path` whole (written beside it, then renamed), as a deployment tool would.
+fn replace_module(path: &Path, guest: &str) {
+    let staging = path.with_extension("staging");
+    std::fs::copy(component(guest), &staging).unwrap();
+    std::fs::rename(&staging, path).unwrap();
+}
+
+#[tokio::test]
+async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    install_crd(cluster);
+    let client = cluster.client().await.unwrap();
+    let namespace = cluster.namespace("versions").await.unwrap();
+    let port = free_port();
+    set_conversion(&client, Some(port)).await;
+
+    let modules = tempfile::tempdir().unwrap();
+    let module = modules.path().join("module.wasm");
+    replace_module(&module, "guest_myapp");
+    let secret = format!("{namespace}/myapp-webhook-tls");
+    let addr = format!("127.0.0.1:{port}");
+    let host = HostProcess::myapp(
+        cluster.kubeconfig_path(),
+        &namespace,
+        &module,
+        &[
+            "--conversion-webhook-addr",
+            &addr,
+            "--conversion-crd",
+            CRD,
+            "--webhook-cert-secret",
+            &secret,
+        ],
+    );
+    wait_ca_bundle(&client).await;
+
+    // Created at v1alpha1 (the storage version), read at v1beta1 and back, unchanged.
+    let spec = json!({"replicas": 2, "image": "nginx:1.27"});
+    create_myapp(&client, &namespace, "demo-app", spec.clone()).await;
+    let beta = wait_for("demo-app served at v1beta1", || async {
+        at(&client, &namespace, "v1beta1").get("demo-app").await.ok()
+    })
+    .await;
+    assert_eq!(
+        beta.data["spec"],
+        json!({"replicas": 2, "template": {"image": "nginx:1.27"}})
+    );
+    let alpha = get(&client, &namespace, "v1alpha1", "demo-app").await;
+    assert_eq!(alpha["spec"], spec);
+    assert_eq!(alpha["metadata"]["uid"], json!(beta.metadata.uid));
+    assert!(alpha["metadata"]["annotations"].is_null(), "{alpha}");
+    wait_deployment(&client, &namespace, "demo-app-deploy", |d| {
+        replicas_and_image(d) == (Some(2), Some("nginx:1.27".into()))
+    })
+    .await;
+
+    // Created at v1beta1 with what v1alpha1 cannot hold: the host (watching v1alpha1) still applies
+    // it, read through the annotation that keeps it.
+    let resources = json!({"requests": {"cpu": "100m"}, "limits": {"memory": "64Mi"}});
+    let sized: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1beta1", "kind": "MyApp",
+        "metadata": {"name": "sized", "namespace": namespace},
+        "spec": {"replicas": 1, "template": {"image": "nginx:1.27", "resources": resources}},
+    }))
+    .unwrap();
+    at(&client, &namespace, "v1beta1")
+        .create(&PostParams::default(), &sized)
+        .await
+        .unwrap();
+    wait_deployment(&client, &namespace, "sized-deploy", |d| {
+        let container = &d.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0];
+        serde_json::to_value(&container.resources).unwrap() == resources
+    })
+    .await;
+    let alpha = get(&client, &namespace, "v1alpha1", "sized").await;
+    assert_eq!(alpha["spec"]["image"], "nginx:1.27");
+    assert!(
+        alpha["metadata"]["annotations"]["myapp.example.com/v1beta1-template"].is_string(),
+        "{alpha}"
+    );
+    let beta = get(&client, &namespace, "v1beta1", "sized").await;
+    assert_eq!(beta["spec"]["template"]["resources"], resources);
+    assert!(beta["metadata"]["annotations"].is_null(), "{beta}");
+
+    // A swap changes the conversion live: the faults guest's convert only sets apiVersion.
+    replace_module(&module, "guest_faults");
+    wait_for("the faults guest's conversion", || async {
+        let beta = at(&client, &namespace, "v1beta1").get("demo-app").await.ok()?;
+        (beta.data["spec"]["image"] == "nginx:1.27").then_some(())
+    })
+    .await;
+    // A conversion that fails reaches the client with the guest's message; the object stays readable
+    // at the version it is stored in, and the other objects at either version.
+    for (fault, said) in [
+        ("error", "conversion refused by the faults guest"),
+        ("wrong-uid", "uid"),
+    ] {
+        let annotate = json!({"metadata": {"annotations": {"faults.example.com/convert": fault}}});
+        at(&client, &namespace, "v1alpha1")
+            .patch("demo-app", &PatchParams::default(), &Patch::Merge(&annotate))
+            .await
+            .unwrap();
+        let error = kubectl_get_error(cluster, &namespace, "v1beta1", "demo-app");
+        assert!(error.contains(said) && error.contains("demo-app"), "{error}");
+        get(&client, &namespace, "v1alpha1", "demo-app").await;
+        get(&client, &namespace, "v1beta1", "sized").await;
+    }
+    let metrics_addr = host.metrics_addr().unwrap();
+    let (_, metrics) = http::get(&metrics_addr, "/metrics").unwrap();
+    for result in ["GuestRejected", "ConversionInvalid", "success"] {
+        let labels = format!("result=\"{result}\"");
+        assert!(
+            http::sample(&metrics, "reconcile_host_conversions_total", &labels) >= 1.0,
+            "{result}: {metrics}"
+        );
+    }
+    replace_module(&module, "guest_myapp");
+    wait_for("the MyApp guest's conversion again", || async {
+        let beta = at(&client, &namespace, "v1beta1").get("demo-app").await.ok()?;
+        (beta.data["spec"]["template"]["image"] == "nginx:1.27").then_some(())
+    })
+    .await;
+
+    // Storage moves to v1beta1. Until the migration, demo-app is still stored at v1alpha1: with the
+    // conversion off, the API server serves it at v1beta1 as stored, image at spec.image.
+    let versions = json!([
+        {"op": "replace", "path": "/spec/versions/0/storage", "value": false},
+        {"op": "replace", "path": "/spec/versions/1/storage", "value": true},
+    ]);
+    let versions: json_patch::Patch = serde_json::from_value(versions).unwrap();
+    crds(&client)
+        .patch(CRD, &PatchParams::default(), &Patch::Json::<()>(versions))
+        .await
+        .unwrap();
+    set_conversion(&client, None).await;
+    let stale = get(&client, &namespace, "v1beta1", "demo-app").await;
+    assert_eq!(stale["spec"]["image"], "nginx:1.27", "{stale}");
+    set_conversion(&client, Some(port)).await;
+    // The host puts its caBundle back on the stanza it was removed with.
+    wait_ca_bundle(&client).await;
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
+        .args(["migrate-storage", "--crd", CRD])
+        .env("KUBECONFIG", cluster.kubeconfig_path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("rewritten at v1beta1"), "{stdout}");
+    let crd = crds(&client).get(CRD).await.unwrap();
+    assert_eq!(
+        crd.status.unwrap().stored_versions.unwrap(),
+        ["v1beta1"],
+        "storedVersions trimmed"
+    );
+
+    // Every object is now stored at v1beta1: with the conversion off again, each reads as a v1beta1
+    // object, and nothing was lost.
+    drop(host);
+    set_conversion(&client, None).await;
+    let all = at(&client, &namespace, "v1beta1")
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let specs: Vec<(String, Value)> = all
+        .items
+        .iter()
+        .map(|o| (o.metadata.name.clone().unwrap(), o.data["spec"].clone()))
+        .collect();
+    assert_eq!(
+        specs,
+        [
+            (
+                "demo-app".to_string(),
+                json!({"replicas": 2, "template": {"image": "nginx:1.27"}})
+            ),
+            (
+                "sized".to_string(),
+                json!({"replicas": 1, "template": {"image": "nginx:1.27", "resources": resources}})
+            ),
+        ]
+    );
+}
