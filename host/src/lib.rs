@@ -2,12 +2,13 @@
 //!
 //! The modules follow the data flow: `guest` runs the logic, `validate` holds its output to the safety
 //! rules, `render` and `conformance` run both without a cluster, `source` follows new versions of the
-//! module, `controller` applies the result to a cluster, and `platform` runs many
-//! controllers declared as objects.
+//! module, `controller` applies the result to a cluster, `conversion` serves the parent CRD's
+//! conversion webhook through the guest, and `platform` runs many controllers declared as objects.
 
 pub mod cli;
 pub mod conformance;
 pub mod controller;
+pub mod conversion;
 pub mod guest;
 pub mod kind;
 pub mod plan;
