@@ -12,5 +12,9 @@
 //! guest's `convert(object, to-api-version) -> result<string, string>` in it.
 
 pub mod review;
+pub mod secret;
+pub mod tls;
 
 pub use review::{ConvertFn, ObjectError, answer};
+pub use secret::SecretRef;
+pub use tls::{Bundle, TlsError};
