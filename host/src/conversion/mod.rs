@@ -13,8 +13,16 @@
 
 pub mod review;
 pub mod secret;
+pub mod server;
 pub mod tls;
+
+use std::sync::Arc;
+
+use serde_json::Value;
 
 pub use review::{ConvertFn, ObjectError, answer};
 pub use secret::SecretRef;
 pub use tls::{Bundle, TlsError};
+
+/// Converts one object to the given apiVersion, shareable with the server's blocking threads.
+pub type Converter = Arc<dyn Fn(&Value, &str) -> Result<Value, String> + Send + Sync>;
