@@ -214,6 +214,8 @@ async fn an_expiring_certificate_in_the_secret_is_replaced() {
         .unwrap();
     let ca = secret_ca(&admin, &secret).await;
     assert_ne!(ca, expiring.ca_pem.as_bytes());
+    // The new CA bundle still trusts the old CA, for replicas that have not reloaded yet.
+    assert!(ca.ends_with(expiring.ca_pem.as_bytes()));
     let kept = Api::<Secret>::namespaced(admin.clone(), &namespace)
         .get(&secret.name)
         .await

@@ -11,6 +11,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
+use tokio::sync::watch;
 
 use crate::controller::MANAGER;
 
@@ -86,22 +87,40 @@ pub async fn ensure(
     Ok(need)
 }
 
-/// Follows CRD `name` until the process ends, re-applying `ca_pem` whenever the CRD stops carrying it.
-pub async fn keep(client: kube::Client, name: String, ca_pem: String) {
+/// Follows CRD `name` until the process ends, re-applying the CA in `ca` whenever the CRD stops
+/// carrying it or the CA changes (a renewed certificate).
+pub async fn keep(client: kube::Client, name: String, mut ca: watch::Receiver<String>) {
     let api: Api<CustomResourceDefinition> = Api::all(client);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut crds = watcher(api.clone(), config)
         .default_backoff()
         .applied_objects()
         .boxed();
-    while let Some(crd) = crds.next().await {
-        match crd {
-            Ok(crd) => {
-                if let Err(e) = act(&api, &name, &ca_pem, &needed(&crd, &ca_pem)).await {
-                    tracing::warn!(crd = %name, error = %e, "could not re-apply the caBundle");
+    let mut ca_open = true;
+    loop {
+        let crd = tokio::select! {
+            crd = crds.next() => match crd {
+                Some(Ok(crd)) => crd,
+                Some(Err(e)) => {
+                    tracing::warn!(crd = %name, error = %e, "watching the CRD for its caBundle");
+                    continue;
+                }
+                None => return,
+            },
+            changed = ca.changed(), if ca_open => {
+                ca_open = changed.is_ok();
+                match api.get(&name).await {
+                    Ok(crd) => crd,
+                    Err(e) => {
+                        tracing::warn!(crd = %name, error = %e, "reading the CRD for the new caBundle");
+                        continue;
+                    }
                 }
             }
-            Err(e) => tracing::warn!(crd = %name, error = %e, "watching the CRD for its caBundle"),
+        };
+        let ca_pem = ca.borrow_and_update().clone();
+        if let Err(e) = act(&api, &name, &ca_pem, &needed(&crd, &ca_pem)).await {
+            tracing::warn!(crd = %name, error = %e, "could not re-apply the caBundle");
         }
     }
 }

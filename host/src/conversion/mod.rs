@@ -3,7 +3,8 @@
 //! The data flow: at start, `tls` loads the serving certificate from a mounted Secret, or makes a CA
 //! and certificate and keeps them in a Secret (`secret`) shared by every replica; `ca_bundle` puts that
 //! CA into the CRD's `spec.conversion.webhook.clientConfig.caBundle` and keeps it there; `server`
-//! serves `POST /convert` over TLS. For each ConversionReview the API server sends, `review` calls the
+//! serves `POST /convert` over TLS; `reload` reads the certificate again every minute and serves a
+//! renewed one (its CA going to `ca_bundle`). For each ConversionReview the API server sends, `review` calls the
 //! converter once per object and checks each answer (an object, in the desired apiVersion, with the
 //! same kind, name, namespace and uid): one failure fails the whole review with a message naming the
 //! object, which the API server passes on to the client that read the object.
@@ -12,6 +13,7 @@
 //! guest's `convert(object, to-api-version) -> result<string, string>` in it.
 
 pub mod ca_bundle;
+pub mod reload;
 pub mod review;
 pub mod secret;
 pub mod server;
@@ -21,9 +23,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use axum_server::tls_rustls::RustlsConfig;
 use clap::Args;
 use serde_json::Value;
+use tokio::sync::watch;
 
+pub use reload::CertSource;
 pub use review::{ConvertFn, ObjectError, answer};
 pub use secret::SecretRef;
 pub use tls::{Bundle, TlsError};
@@ -72,7 +77,7 @@ pub struct ConversionArgs {
 }
 
 /// Starts the conversion webhook if `args` ask for one: loads or makes the certificate, applies the
-/// caBundle to the CRD (and keeps it there), and serves. Returns the bound address, or `None` when no
+/// caBundle to the CRD (and keeps it there), and serves, reloading the certificate when it changes. Returns the bound address, or `None` when no
 /// webhook was asked for.
 pub async fn start(
     args: &ConversionArgs,
@@ -86,19 +91,24 @@ pub async fn start(
         .conversion_crd
         .clone()
         .ok_or_else(|| anyhow::anyhow!("--conversion-webhook-addr needs --conversion-crd"))?;
-    let bundle = match (&args.webhook_cert_dir, &args.webhook_cert_secret) {
-        (Some(dir), _) => Bundle::from_dir(dir)?,
-        (None, Some(secret)) => {
-            secret::from_secret(client.clone(), secret, &args.webhook_dns_names).await?
-        }
+    let source = match (&args.webhook_cert_dir, &args.webhook_cert_secret) {
+        (Some(dir), _) => CertSource::Dir(dir.clone()),
+        (None, Some(secret)) => CertSource::Secret {
+            client: client.clone(),
+            secret: secret.clone(),
+            names: args.webhook_dns_names.clone(),
+        },
         (None, None) => anyhow::bail!(
             "--conversion-webhook-addr needs --webhook-cert-dir or --webhook-cert-secret"
         ),
     };
-    let tls = bundle.server_config()?;
+    let bundle = source.load().await?;
+    let tls = RustlsConfig::from_config(Arc::new(bundle.server_config()?));
     ca_bundle::ensure(client.clone(), &crd, &bundle.ca_pem).await?;
-    tokio::spawn(ca_bundle::keep(client, crd.clone(), bundle.ca_pem));
-    let bound = server::serve(addr, tls, converter)?;
+    let (ca, ca_changes) = watch::channel(bundle.ca_pem.clone());
+    tokio::spawn(ca_bundle::keep(client, crd.clone(), ca_changes));
+    let bound = server::serve(addr, tls.clone(), converter)?;
+    tokio::spawn(reload::follow(source, bundle, tls, ca, reload::REFRESH));
     tracing::info!(%bound, %crd, "serving the conversion webhook");
     Ok(Some(bound))
 }

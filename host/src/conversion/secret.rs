@@ -67,7 +67,7 @@ pub async fn from_secret(
             Err(why) => tracing::info!(%secret, %why, "making a new webhook certificate"),
         }
     }
-    let fresh = Bundle::generate(names, VALIDITY)?;
+    let fresh = renewed(names, existing.as_ref())?;
     let mut object = to_secret(&fresh, secret);
     let written = match &existing {
         None => api.create(&PostParams::default(), &object).await,
@@ -93,6 +93,28 @@ pub async fn from_secret(
         }
         Err(e) => Err(api_error(e)),
     }
+}
+
+/// A new bundle for `names`. Its CA bundle also trusts the CA of `previous` (the Secret it replaces):
+/// replicas that have not reloaded yet serve the old certificate for up to a `reload::REFRESH`, and
+/// the API server, which now trusts the new caBundle, must still accept them.
+pub fn renewed(names: &[String], previous: Option<&Secret>) -> Result<Bundle, TlsError> {
+    let mut fresh = Bundle::generate(names, VALIDITY)?;
+    let previous_ca = previous
+        .and_then(|secret| secret.data.as_ref()?.get("ca.crt"))
+        .and_then(|ca| first_certificate(&String::from_utf8_lossy(&ca.0)));
+    if let Some(ca) = previous_ca {
+        fresh.ca_pem.push_str(&ca);
+    }
+    Ok(fresh)
+}
+
+/// The first PEM certificate block in `pem` (a CA bundle starts with its newest CA).
+fn first_certificate(pem: &str) -> Option<String> {
+    const END: &str = "-----END CERTIFICATE-----";
+    let start = pem.find("-----BEGIN CERTIFICATE-----")?;
+    let end = start + pem[start..].find(END)? + END.len();
+    Some(format!("{}\n", &pem[start..end]))
 }
 
 /// The bundle in `secret` if it can be served at `now` for `names`; why not otherwise.

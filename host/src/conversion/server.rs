@@ -4,7 +4,6 @@
 //! timeout) and HTTP/2 or HTTP/1.1 by ALPN.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
@@ -23,11 +22,11 @@ use super::review;
 /// Largest ConversionReview accepted: a list of many large objects converted at once.
 pub const MAX_BODY_BYTES: usize = 32 << 20;
 
-/// Binds `addr` (port 0 picks a free one) and serves `POST /convert` over TLS with `tls` until the
-/// process ends; returns the bound address.
+/// Binds `addr` (port 0 picks a free one) and serves `POST /convert` over TLS with `tls` (reloadable)
+/// until the process ends; returns the bound address.
 pub fn serve(
     addr: SocketAddr,
-    tls: rustls::ServerConfig,
+    tls: RustlsConfig,
     converter: Converter,
 ) -> anyhow::Result<SocketAddr> {
     let listener = std::net::TcpListener::bind(addr)?;
@@ -36,10 +35,7 @@ pub fn serve(
         .route("/convert", post(convert))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(converter);
-    let server = axum_server::tls_rustls::from_tcp_rustls(
-        listener,
-        RustlsConfig::from_config(Arc::new(tls)),
-    )?;
+    let server = axum_server::tls_rustls::from_tcp_rustls(listener, tls)?;
     tokio::spawn(async move {
         if let Err(e) = server.serve(app.into_make_service()).await {
             tracing::error!(error = %e, "the conversion webhook stopped");

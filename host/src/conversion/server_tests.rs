@@ -1,11 +1,14 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
 use super::*;
+use crate::conversion::reload::{CertSource, follow};
 use crate::conversion::tls::{Bundle, VALIDITY, certificates, provider};
 
 /// A webhook on a free loopback port whose converter sets `spec.converted`; its address and CA.
@@ -19,7 +22,7 @@ fn start() -> (SocketAddr, String) {
     });
     let addr = serve(
         "127.0.0.1:0".parse().unwrap(),
-        bundle.server_config().unwrap(),
+        RustlsConfig::from_config(Arc::new(bundle.server_config().unwrap())),
         converter,
     )
     .unwrap();
@@ -148,4 +151,57 @@ async fn a_client_trusting_another_ca_is_refused_the_handshake() {
     })
     .await;
     assert_eq!(status, 0);
+}
+
+#[tokio::test]
+async fn a_renewed_certificate_in_the_directory_is_served_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |bundle: &Bundle| {
+        std::fs::write(dir.path().join("tls.crt"), &bundle.cert_pem).unwrap();
+        std::fs::write(dir.path().join("tls.key"), &bundle.key_pem).unwrap();
+        std::fs::write(dir.path().join("ca.crt"), &bundle.ca_pem).unwrap();
+    };
+    let names = ["localhost".to_string()];
+    let old = Bundle::generate(&names, VALIDITY).unwrap();
+    write(&old);
+    let source = CertSource::Dir(dir.path().to_path_buf());
+    let loaded = source.load().await.unwrap();
+    let tls = RustlsConfig::from_config(Arc::new(loaded.server_config().unwrap()));
+    let converter: Converter = Arc::new(|object: &Value, _: &str| Ok(object.clone()));
+    let addr = serve("127.0.0.1:0".parse().unwrap(), tls.clone(), converter).unwrap();
+    let (ca, mut ca_changes) = watch::channel(loaded.ca_pem.clone());
+    let period = std::time::Duration::from_millis(20);
+    tokio::spawn(follow(source, loaded, tls, ca, period));
+
+    let new = Bundle::generate(&names, VALIDITY).unwrap();
+    write(&new);
+    tokio::time::timeout(std::time::Duration::from_secs(10), ca_changes.changed())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(*ca_changes.borrow(), new.ca_pem);
+    let (status, _) = blocking(move || {
+        request(
+            addr,
+            &new.ca_pem,
+            "localhost",
+            "POST",
+            "/convert",
+            &review_body(),
+        )
+    })
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = blocking(move || {
+        request(
+            addr,
+            &old.ca_pem,
+            "localhost",
+            "POST",
+            "/convert",
+            &review_body(),
+        )
+    })
+    .await;
+    assert_eq!(status, 0, "the old certificate is no longer served");
 }

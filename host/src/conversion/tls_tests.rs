@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::conversion::secret::{SecretRef, reusable, to_secret};
+use crate::conversion::secret::{SecretRef, renewed, reusable, to_secret};
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|name| name.to_string()).collect()
@@ -57,6 +57,28 @@ fn an_expiring_secret_is_regenerated() {
     let soon = Bundle::generate(&served, 10 * DAY).unwrap();
     let why = reusable(&to_secret(&soon, &secret_ref()), &served, SystemTime::now()).unwrap_err();
     assert!(why.starts_with("expires within 30 days"), "{why}");
+}
+
+#[test]
+fn a_renewed_bundle_still_trusts_the_certificate_it_replaces() {
+    let served = names(&["localhost"]);
+    let old = Bundle::generate(&served, 10 * DAY).unwrap();
+    let new = renewed(&served, Some(&to_secret(&old, &secret_ref()))).unwrap();
+    assert!(new.ca_pem.ends_with(&old.ca_pem), "{}", new.ca_pem);
+    new.still_good(&served, SystemTime::now()).unwrap();
+    // A replica that still serves the old certificate is trusted through the new caBundle.
+    let old_served_now = Bundle {
+        ca_pem: new.ca_pem.clone(),
+        ..old.clone()
+    };
+    old_served_now.verify(&served, SystemTime::now()).unwrap();
+    // Only the previous CA is kept: one more renewal drops the oldest.
+    let newer = renewed(&served, Some(&to_secret(&new, &secret_ref()))).unwrap();
+    assert_eq!(newer.ca_pem.matches("BEGIN CERTIFICATE").count(), 2);
+    assert!(!newer.ca_pem.contains(&old.ca_pem));
+    // Nothing to keep from no Secret.
+    let first = renewed(&served, None).unwrap();
+    assert_eq!(first.ca_pem.matches("BEGIN CERTIFICATE").count(), 1);
 }
 
 #[test]
