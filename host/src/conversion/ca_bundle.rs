@@ -13,7 +13,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::tls::certificates;
 use crate::controller::MANAGER;
+
+/// The least time between two applies of the caBundle by one replica.
+const REAPPLY_PAUSE: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CaBundleError {
@@ -49,8 +53,22 @@ pub fn needed(crd: &CustomResourceDefinition, ca_pem: &str) -> Needed {
         .and_then(|webhook| webhook.client_config.as_ref())
         .and_then(|config| config.ca_bundle.as_ref());
     match current {
-        Some(bundle) if bundle.0 == ca_pem.as_bytes() => Needed::Nothing,
+        Some(bundle) if trusts_all(&bundle.0, ca_pem) => Needed::Nothing,
         _ => Needed::Apply,
+    }
+}
+
+/// Whether `bundle` holds every CA of `ca_pem`. Not plain equality: during a renewal the replica
+/// that renewed applies the new CA plus the previous one, and a replica that has not reloaded yet,
+/// whose bundle is only the previous CA, must not put its shorter bundle back.
+fn trusts_all(bundle: &[u8], ca_pem: &str) -> bool {
+    let bundle = String::from_utf8_lossy(bundle);
+    match (
+        certificates("caBundle", &bundle),
+        certificates("ca", ca_pem),
+    ) {
+        (Ok(trusted), Ok(ours)) => ours.iter().all(|ca| trusted.contains(ca)),
+        _ => false,
     }
 }
 
@@ -119,8 +137,13 @@ pub async fn keep(client: kube::Client, name: String, mut ca: watch::Receiver<St
             }
         };
         let ca_pem = ca.borrow_and_update().clone();
-        if let Err(e) = act(&api, &name, &ca_pem, &needed(&crd, &ca_pem)).await {
+        let need = needed(&crd, &ca_pem);
+        if let Err(e) = act(&api, &name, &ca_pem, &need).await {
             tracing::warn!(crd = %name, error = %e, "could not re-apply the caBundle");
+        }
+        if need == Needed::Apply {
+            // If another writer keeps putting a different caBundle back, patch at this pace at most.
+            tokio::time::sleep(REAPPLY_PAUSE).await;
         }
     }
 }
@@ -151,6 +174,7 @@ async fn act(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conversion::tls::{Bundle, VALIDITY};
 
     fn crd(conversion: serde_json::Value) -> CustomResourceDefinition {
         serde_json::from_value(json!({
@@ -179,9 +203,37 @@ mod tests {
 
     #[test]
     fn the_ca_bundle_is_applied_when_missing_or_different_only() {
-        assert_eq!(needed(&crd(webhook(None)), "CA"), Needed::Apply);
-        assert_eq!(needed(&crd(webhook(Some("old CA"))), "CA"), Needed::Apply);
-        assert_eq!(needed(&crd(webhook(Some("CA"))), "CA"), Needed::Nothing);
+        let names = ["localhost".to_string()];
+        let ca = Bundle::generate(&names, VALIDITY).unwrap().ca_pem;
+        let other = Bundle::generate(&names, VALIDITY).unwrap().ca_pem;
+        assert_eq!(needed(&crd(webhook(None)), &ca), Needed::Apply);
+        assert_eq!(needed(&crd(webhook(Some(&other))), &ca), Needed::Apply);
+        assert_eq!(needed(&crd(webhook(Some(&ca))), &ca), Needed::Nothing);
+    }
+
+    #[test]
+    fn a_bundle_that_already_trusts_our_cas_is_left_alone() {
+        let pem = |bundle: &Bundle| bundle.ca_pem.clone();
+        let names = ["localhost".to_string()];
+        let (old, new) = (
+            Bundle::generate(&names, VALIDITY).unwrap(),
+            Bundle::generate(&names, VALIDITY).unwrap(),
+        );
+        let renewed = pem(&new) + &pem(&old);
+        // A replica not yet reloaded (old CA only) leaves the renewed bundle be...
+        assert_eq!(
+            needed(&crd(webhook(Some(&renewed))), &pem(&old)),
+            Needed::Nothing
+        );
+        // ...while the renewing one replaces the old bundle, and garbage is replaced too.
+        assert_eq!(
+            needed(&crd(webhook(Some(&pem(&old)))), &renewed),
+            Needed::Apply
+        );
+        assert_eq!(
+            needed(&crd(webhook(Some("not PEM"))), &pem(&old)),
+            Needed::Apply
+        );
     }
 
     #[test]
