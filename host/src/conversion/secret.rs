@@ -61,7 +61,8 @@ pub async fn from_secret(
     if let Some(existing) = &existing {
         match reusable(existing, names, SystemTime::now()) {
             Ok(bundle) => {
-                tracing::info!(%secret, "serving the webhook certificate kept in the Secret");
+                // Read again every `reload::REFRESH`: not worth a line at info.
+                tracing::debug!(%secret, "the webhook certificate kept in the Secret is good");
                 return Ok(bundle);
             }
             Err(why) => tracing::info!(%secret, %why, "making a new webhook certificate"),
