@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod conformance;
 pub mod controller;
+pub mod conversion;
 pub mod guest;
 pub mod kind;
 pub mod migrate;

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 pub mod conformance;
+pub mod conversion;
 pub mod events;
 pub mod guests;
 pub mod host;
