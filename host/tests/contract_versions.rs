@@ -55,9 +55,7 @@ fn a_component_built_against_0_1_0_is_served_as_before_and_cannot_convert() {
     assert_eq!(kinds, ["ConfigMap", "Deployment", "Service"]);
     assert_eq!(answer.status.unwrap()["phase"], "Pending");
 
-    let err = website
-        .convert(&parent, "example.com/v1beta1")
-        .unwrap_err();
+    let err = website.convert(&parent, "example.com/v1beta1").unwrap_err();
     assert!(matches!(err, GuestError::NoConvert { .. }), "{err}");
     let message = err.to_string();
     assert!(

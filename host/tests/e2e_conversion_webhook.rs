@@ -72,10 +72,15 @@ async fn widgets_are_read_at_either_version_through_the_webhook() {
 
     // The host starts before the CRD declares the webhook: it applies nothing, then follows the CRD.
     apply_crd(&admin, "widgets", "Widget", json!({"strategy": "None"})).await;
-    let addr = conversion::start(&args(&crd, &secret), client.clone(), widget_converter())
-        .await
-        .unwrap()
-        .unwrap();
+    let addr = conversion::start(
+        &args(&crd, &secret),
+        client.clone(),
+        widget_converter(),
+        Arc::new(|_| {}),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let webhook = json!({"strategy": "Webhook", "webhook": {
         "conversionReviewVersions": ["v1"],
         "clientConfig": {"url": format!("https://127.0.0.1:{}/convert", addr.port())},
@@ -160,10 +165,15 @@ async fn widgets_are_read_at_either_version_through_the_webhook() {
     v1.delete("unlucky", &Default::default()).await.unwrap();
 
     // A restart (or another replica) serves under the same CA, and the caBundle stays.
-    let again = conversion::start(&args(&crd, &secret), client, widget_converter())
-        .await
-        .unwrap()
-        .unwrap();
+    let again = conversion::start(
+        &args(&crd, &secret),
+        client,
+        widget_converter(),
+        Arc::new(|_| {}),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert_ne!(again, addr);
     assert_eq!(secret_ca(&admin, &secret).await, ca);
     assert_eq!(ca_bundle().await.unwrap(), ca);
@@ -208,10 +218,15 @@ async fn an_expiring_certificate_in_the_secret_is_replaced() {
         )
         .await
         .unwrap();
-    conversion::start(&args(&crd, &secret), client, widget_converter())
-        .await
-        .unwrap()
-        .unwrap();
+    conversion::start(
+        &args(&crd, &secret),
+        client,
+        widget_converter(),
+        Arc::new(|_| {}),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let ca = secret_ca(&admin, &secret).await;
     assert_ne!(ca, expiring.ca_pem.as_bytes());
     // The new CA bundle still trusts the old CA, for replicas that have not reloaded yet.

@@ -13,8 +13,8 @@ use common::guests::{component, repo_root};
 use common::host::HostProcess;
 use common::http;
 use common::kubectl::kubectl_ok;
-use common::ports::free_port;
 use common::myapp::*;
+use common::ports::free_port;
 
 const HOST_NAMESPACE: &str = "reconcile-host-system";
 
@@ -125,6 +125,42 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         ],
     );
 
+    // The conversion webhook as the ServiceAccount: the certificate Secret made, the CA on the CRD.
+    // The Service cannot route to a host outside the cluster, so the CRD is pointed at it by URL
+    // (kubectl reads MyApp at its preferred version, v1beta1, through the webhook).
+    let ca_bundle = wait_for("the host's caBundle on the CRD", || async {
+        let crd = kubectl_ok(cluster, &["get", "crd", "myapps.example.com", "-o", "json"]);
+        let crd: Value = serde_json::from_str(&crd).unwrap();
+        let bundle = &crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"];
+        bundle.as_str().map(String::from)
+    })
+    .await;
+    assert!(!ca_bundle.is_empty());
+    kubectl_ok(
+        cluster,
+        &[
+            "get",
+            "secret",
+            "reconcile-host-webhook-tls",
+            "-n",
+            HOST_NAMESPACE,
+        ],
+    );
+    let by_url = json!({"spec": {"conversion": {"webhook": {"clientConfig": {
+        "service": null,
+        "url": format!("https://127.0.0.1:{webhook_port}/convert"),
+    }}}}});
+    kubectl_ok(
+        cluster,
+        &[
+            "patch",
+            "crd",
+            "myapps.example.com",
+            "--type=merge",
+            "-p",
+            &by_url.to_string(),
+        ],
+    );
     let client = cluster.client().await.unwrap();
     create_myapp(
         &client,
@@ -160,42 +196,6 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         host.log()
     );
 
-    // The conversion webhook as the ServiceAccount: the certificate Secret made, the CA on the CRD.
-    // The Service cannot route to a host outside the cluster, so the CRD is pointed at it by URL to
-    // read demo-app at v1beta1.
-    kubectl_ok(
-        cluster,
-        &[
-            "get",
-            "secret",
-            "reconcile-host-webhook-tls",
-            "-n",
-            HOST_NAMESPACE,
-        ],
-    );
-    let ca_bundle = wait_for("the host's caBundle on the CRD", || async {
-        let crd = kubectl_ok(cluster, &["get", "crd", "myapps.example.com", "-o", "json"]);
-        let crd: Value = serde_json::from_str(&crd).unwrap();
-        let bundle = &crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"];
-        bundle.as_str().map(String::from)
-    })
-    .await;
-    assert!(!ca_bundle.is_empty());
-    let by_url = json!({"spec": {"conversion": {"webhook": {"clientConfig": {
-        "service": null,
-        "url": format!("https://127.0.0.1:{webhook_port}/convert"),
-    }}}}});
-    kubectl_ok(
-        cluster,
-        &[
-            "patch",
-            "crd",
-            "myapps.example.com",
-            "--type=merge",
-            "-p",
-            &by_url.to_string(),
-        ],
-    );
     let beta = wait_for("demo-app read at v1beta1 through the host", || async {
         let out = cluster
             .kubectl()
@@ -203,9 +203,9 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
             .args(["-n", &namespace, "-o", "json"])
             .output()
             .unwrap();
-        out.status.success().then(|| {
-            serde_json::from_slice::<Value>(&out.stdout).unwrap()
-        })
+        out.status
+            .success()
+            .then(|| serde_json::from_slice::<Value>(&out.stdout).unwrap())
     })
     .await;
     assert_eq!(

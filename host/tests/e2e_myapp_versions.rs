@@ -9,7 +9,9 @@ mod common;
 use std::path::Path;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
@@ -70,7 +72,10 @@ fn kubectl_get_error(cluster: &TestCluster, namespace: &str, version: &str, name
         .args(["get", &resource, name, "-n", namespace, "-o", "json"])
         .output()
         .unwrap();
-    assert!(!out.status.success(), "kubectl get {resource} {name} worked");
+    assert!(
+        !out.status.success(),
+        "kubectl get {resource} {name} worked"
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -115,7 +120,10 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
     let spec = json!({"replicas": 2, "image": "nginx:1.27"});
     create_myapp(&client, &namespace, "demo-app", spec.clone()).await;
     let beta = wait_for("demo-app served at v1beta1", || async {
-        at(&client, &namespace, "v1beta1").get("demo-app").await.ok()
+        at(&client, &namespace, "v1beta1")
+            .get("demo-app")
+            .await
+            .ok()
     })
     .await;
     assert_eq!(
@@ -126,7 +134,8 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
     assert_eq!(alpha["spec"], spec);
     assert_eq!(alpha["metadata"]["uid"], json!(beta.metadata.uid));
     assert!(alpha["metadata"]["annotations"].is_null(), "{alpha}");
-    wait_deployment(&client, &namespace, "demo-app-deploy", |d| {
+    let what = "demo-app's Deployment";
+    wait_deployment(&client, &namespace, "demo-app-deploy", what, |d| {
         replicas_and_image(d) == (Some(2), Some("nginx:1.27".into()))
     })
     .await;
@@ -144,8 +153,17 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
         .create(&PostParams::default(), &sized)
         .await
         .unwrap();
-    wait_deployment(&client, &namespace, "sized-deploy", |d| {
-        let container = &d.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0];
+    let what = "sized's Deployment with the v1beta1 resources";
+    wait_deployment(&client, &namespace, "sized-deploy", what, |d| {
+        let container = &d
+            .spec
+            .as_ref()
+            .unwrap()
+            .template
+            .spec
+            .as_ref()
+            .unwrap()
+            .containers[0];
         serde_json::to_value(&container.resources).unwrap() == resources
     })
     .await;
@@ -162,7 +180,10 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
     // A swap changes the conversion live: the faults guest's convert only sets apiVersion.
     replace_module(&module, "guest_faults");
     wait_for("the faults guest's conversion", || async {
-        let beta = at(&client, &namespace, "v1beta1").get("demo-app").await.ok()?;
+        let beta = at(&client, &namespace, "v1beta1")
+            .get("demo-app")
+            .await
+            .ok()?;
         (beta.data["spec"]["image"] == "nginx:1.27").then_some(())
     })
     .await;
@@ -174,26 +195,41 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
     ] {
         let annotate = json!({"metadata": {"annotations": {"faults.example.com/convert": fault}}});
         at(&client, &namespace, "v1alpha1")
-            .patch("demo-app", &PatchParams::default(), &Patch::Merge(&annotate))
+            .patch(
+                "demo-app",
+                &PatchParams::default(),
+                &Patch::Merge(&annotate),
+            )
             .await
             .unwrap();
         let error = kubectl_get_error(cluster, &namespace, "v1beta1", "demo-app");
-        assert!(error.contains(said) && error.contains("demo-app"), "{error}");
+        assert!(
+            error.contains(said) && error.contains("demo-app"),
+            "{error}"
+        );
         get(&client, &namespace, "v1alpha1", "demo-app").await;
         get(&client, &namespace, "v1beta1", "sized").await;
     }
     let metrics_addr = host.metrics_addr().unwrap();
     let (_, metrics) = http::get(&metrics_addr, "/metrics").unwrap();
-    for result in ["GuestRejected", "ConversionInvalid", "success"] {
+    for result in ["ConverterFailed", "ConversionInvalid", "success"] {
         let labels = format!("result=\"{result}\"");
         assert!(
             http::sample(&metrics, "reconcile_host_conversions_total", &labels) >= 1.0,
             "{result}: {metrics}"
         );
     }
+    let refused = r#"reason="GuestRejected""#;
+    assert!(
+        http::sample(&metrics, "reconcile_host_guest_failures_total", refused) >= 1.0,
+        "{metrics}"
+    );
     replace_module(&module, "guest_myapp");
     wait_for("the MyApp guest's conversion again", || async {
-        let beta = at(&client, &namespace, "v1beta1").get("demo-app").await.ok()?;
+        let beta = at(&client, &namespace, "v1beta1")
+            .get("demo-app")
+            .await
+            .ok()?;
         (beta.data["spec"]["template"]["image"] == "nginx:1.27").then_some(())
     })
     .await;

@@ -148,7 +148,6 @@ pub fn run(module: &Module, fixtures: &Path, rules: &Rules) -> anyhow::Result<Re
     })
 }
 
-
 /// The substring of the guest's error that a case expects instead of an answer, if it does.
 fn expected_error(dir: &Path) -> anyhow::Result<Option<String>> {
     let path = dir.join("expected-error.txt");
@@ -164,9 +163,9 @@ fn expected_error(dir: &Path) -> anyhow::Result<Option<String>> {
 fn check_error(want: &str, result: Result<(), GuestError>) -> Result<(), String> {
     match result {
         Err(GuestError::Rejected(message)) if message.contains(want) => Ok(()),
-        Err(GuestError::Rejected(message)) => Err(format!(
-            "the error {message:?} does not contain {want:?}"
-        )),
+        Err(GuestError::Rejected(message)) => {
+            Err(format!("the error {message:?} does not contain {want:?}"))
+        }
         Err(other) => Err(format!(
             "expected the guest to return an error containing {want:?}, but: {other}"
         )),

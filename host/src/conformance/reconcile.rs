@@ -107,4 +107,3 @@ pub(super) fn optional_documents(path: &Path) -> anyhow::Result<Vec<Value>> {
         Ok(Vec::new())
     }
 }
-

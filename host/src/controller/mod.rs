@@ -18,6 +18,7 @@ mod shadow;
 mod status;
 pub mod swap;
 mod sync;
+mod webhook;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -106,6 +107,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
+    pub conversion: crate::conversion::ConversionArgs,
+    #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
 
@@ -183,10 +186,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     let addr = serve(args.metrics_addr, health.clone(), metrics.clone()).await?;
     tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
 
+    let conversions = match args.conversion.conversion_webhook_addr {
+        Some(_) => webhook::CONVERSION_INSTANCES,
+        None => 0,
+    };
     let runtime = Runtime::new(
         args.runtime
             .config()
-            .max_instances(u32::from(args.concurrency) * 2 + 4),
+            .max_instances(u32::from(args.concurrency) * 2 + 4 + conversions),
     )?;
     let client = Client::try_default().await?;
     let source = match (&args.module, &args.module_configmap) {
@@ -209,8 +216,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
     // every replica keeps current. The caches fill and reconciles start only once leading (`drive`).
     let settings = args.settings();
     let ctx = Arc::new(
-        Context::discover(client.clone(), client.clone(), &settings, module, metrics.clone())
-            .await?,
+        Context::discover(
+            client.clone(),
+            client.clone(),
+            &settings,
+            module,
+            metrics.clone(),
+        )
+        .await?,
     );
     let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
     if let Some(shadow) = shadow_source {
@@ -228,6 +241,7 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
         updates,
         reconcile_all,
     ));
+    webhook::serve_conversion(&args.conversion, client.clone(), &ctx).await?;
 
     let election = args.leader_election.then(|| leader::Election {
         namespace: args

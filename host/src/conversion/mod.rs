@@ -36,6 +36,10 @@ pub use tls::{Bundle, TlsError};
 /// Converts one object to the given apiVersion, shareable with the server's blocking threads.
 pub type Converter = Arc<dyn Fn(&Value, &str) -> Result<Value, String> + Send + Sync>;
 
+/// Told how each review ended, for metrics: `success`, or the failed review's reason
+/// (`ConverterFailed`, `ConversionInvalid`, `BadRequest`).
+pub type Observer = Arc<dyn Fn(&'static str) + Send + Sync>;
+
 /// The conversion webhook's flags; without `--conversion-webhook-addr` there is no webhook.
 #[derive(Clone, Debug, Args)]
 #[command(group(
@@ -77,12 +81,13 @@ pub struct ConversionArgs {
 }
 
 /// Starts the conversion webhook if `args` ask for one: loads or makes the certificate, applies the
-/// caBundle to the CRD (and keeps it there), and serves, reloading the certificate when it changes. Returns the bound address, or `None` when no
-/// webhook was asked for.
+/// caBundle to the CRD (and keeps it there), and serves, reloading the certificate when it changes.
+/// Returns the bound address, or `None` when no webhook was asked for.
 pub async fn start(
     args: &ConversionArgs,
     client: kube::Client,
     converter: Converter,
+    observer: Observer,
 ) -> anyhow::Result<Option<SocketAddr>> {
     let Some(addr) = args.conversion_webhook_addr else {
         return Ok(None);
@@ -107,7 +112,7 @@ pub async fn start(
     ca_bundle::ensure(client.clone(), &crd, &bundle.ca_pem).await?;
     let (ca, ca_changes) = watch::channel(bundle.ca_pem.clone());
     tokio::spawn(ca_bundle::keep(client, crd.clone(), ca_changes));
-    let bound = server::serve(addr, tls.clone(), converter)?;
+    let bound = server::serve(addr, tls.clone(), converter, observer)?;
     tokio::spawn(reload::follow(source, bundle, tls, ca, reload::REFRESH));
     tracing::info!(%bound, %crd, "serving the conversion webhook");
     Ok(Some(bound))

@@ -40,6 +40,19 @@ pub enum ObjectError {
     },
 }
 
+impl ObjectError {
+    /// The failed review's reason, for its Status and metrics: the converter refused or failed, or it
+    /// answered something that is not the object in the desired version.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ObjectError::Converter { .. } => "ConverterFailed",
+            ObjectError::NotAnObject { .. }
+            | ObjectError::WrongApiVersion { .. }
+            | ObjectError::Changed { .. } => "ConversionInvalid",
+        }
+    }
+}
+
 /// The fields a conversion must leave as they are: the API server keys the object by them.
 const IDENTITY: [(&str, &[&str]); 4] = [
     ("kind", &["kind"]),
@@ -62,7 +75,7 @@ pub fn answer(review: ConversionReview, convert: &ConvertFn) -> ConversionReview
     let response = ConversionResponse::for_request(request);
     match converted {
         Ok(objects) => response.success(objects),
-        Err(e) => response.failure(Status::failure(&e.to_string(), "ConversionFailed")),
+        Err(e) => response.failure(Status::failure(&e.to_string(), e.reason())),
     }
     .into_review()
 }

@@ -16,8 +16,8 @@ use axum_server::tls_rustls::RustlsConfig;
 use kube::core::Status;
 use kube::core::conversion::{ConversionResponse, ConversionReview};
 
-use super::Converter;
 use super::review;
+use super::{Converter, Observer};
 
 /// Largest ConversionReview accepted: a list of many large objects converted at once.
 pub const MAX_BODY_BYTES: usize = 32 << 20;
@@ -28,13 +28,14 @@ pub fn serve(
     addr: SocketAddr,
     tls: RustlsConfig,
     converter: Converter,
+    observer: Observer,
 ) -> anyhow::Result<SocketAddr> {
     let listener = std::net::TcpListener::bind(addr)?;
     let bound = listener.local_addr()?;
     let app = Router::new()
         .route("/convert", post(convert))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(converter);
+        .with_state((converter, observer));
     let server = axum_server::tls_rustls::from_tcp_rustls(listener, tls)?;
     tokio::spawn(async move {
         if let Err(e) = server.serve(app.into_make_service()).await {
@@ -44,11 +45,15 @@ pub fn serve(
     Ok(bound)
 }
 
-async fn convert(State(converter): State<Converter>, body: Bytes) -> Response {
+async fn convert(
+    State((converter, observer)): State<(Converter, Observer)>,
+    body: Bytes,
+) -> Response {
     let review: ConversionReview = match serde_json::from_slice(&body) {
         Ok(review) => review,
         Err(e) => {
             tracing::warn!(error = %e, "a request to /convert that is not a ConversionReview");
+            observer("BadRequest");
             return (
                 StatusCode::BAD_REQUEST,
                 format!("not a ConversionReview: {e}"),
@@ -77,13 +82,25 @@ async fn convert(State(converter): State<Converter>, body: Bytes) -> Response {
     match answer.response.as_ref().map(|r| &r.result) {
         Some(result) if result.is_failure() => {
             tracing::warn!(%uid, %to, count, elapsed_ms, message = %result.message, "conversion failed");
+            observer(static_reason(&result.reason));
         }
-        _ => tracing::debug!(%uid, %to, count, elapsed_ms, "converted"),
+        _ => {
+            tracing::debug!(%uid, %to, count, elapsed_ms, "converted");
+            observer("success");
+        }
     }
     match serde_json::to_vec(&answer) {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
+}
+
+/// A failed review's reason as one of the few values a metric label may take.
+fn static_reason(reason: &str) -> &'static str {
+    ["ConverterFailed", "ConversionInvalid", "BadRequest"]
+        .into_iter()
+        .find(|known| *known == reason)
+        .unwrap_or("ConversionFailed")
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ fn start() -> (SocketAddr, String) {
         "127.0.0.1:0".parse().unwrap(),
         RustlsConfig::from_config(Arc::new(bundle.server_config().unwrap())),
         converter,
+        Arc::new(|_| {}),
     )
     .unwrap();
     (addr, bundle.ca_pem)
@@ -168,7 +169,13 @@ async fn a_renewed_certificate_in_the_directory_is_served_without_a_restart() {
     let loaded = source.load().await.unwrap();
     let tls = RustlsConfig::from_config(Arc::new(loaded.server_config().unwrap()));
     let converter: Converter = Arc::new(|object: &Value, _: &str| Ok(object.clone()));
-    let addr = serve("127.0.0.1:0".parse().unwrap(), tls.clone(), converter).unwrap();
+    let addr = serve(
+        "127.0.0.1:0".parse().unwrap(),
+        tls.clone(),
+        converter,
+        Arc::new(|_| {}),
+    )
+    .unwrap();
     let (ca, mut ca_changes) = watch::channel(loaded.ca_pem.clone());
     let period = std::time::Duration::from_millis(20);
     tokio::spawn(follow(source, loaded, tls, ca, period));

@@ -32,10 +32,10 @@ mod v0_2_converting {
     });
 }
 
-pub use v0_2::reconcile::guest::log::Level;
-pub use v0_2::reconcile::guest::types::{Request, Response};
 pub(crate) use v0_1::reconcile::guest::log::Level as LevelV0_1;
 pub(crate) use v0_1::reconcile::guest::{log as log_v0_1, types as types_v0_1};
+pub use v0_2::reconcile::guest::log::Level;
+pub use v0_2::reconcile::guest::types::{Request, Response};
 pub(crate) use v0_2::reconcile::guest::{log, types};
 
 /// The worlds a module may implement, newest first, for messages that say what a refused component
@@ -146,7 +146,9 @@ impl Bindings {
         to_api_version: &str,
     ) -> Option<wasmtime::Result<Result<String, String>>> {
         match self {
-            Bindings::V0_2Converting(guest) => Some(guest.call_convert(store, object, to_api_version)),
+            Bindings::V0_2Converting(guest) => {
+                Some(guest.call_convert(store, object, to_api_version))
+            }
             Bindings::V0_1(_) | Bindings::V0_2(_) => None,
         }
     }

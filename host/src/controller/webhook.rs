@@ -1,0 +1,41 @@
+//! The parent CRD's conversion webhook (`crate::conversion`), served with the active module: every
+//! replica converts with the module it keeps current, so a hot swap changes the conversion too.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use kube::Client;
+
+use super::context::Context;
+use crate::conversion::{self, ConversionArgs, Converter, Observer};
+
+/// Guest calls the webhook may make at once, beyond the reconciles': instance slots to reserve.
+pub(super) const CONVERSION_INSTANCES: u32 = 8;
+
+/// Starts the webhook if `args` ask for one.
+pub(super) async fn serve_conversion(
+    args: &ConversionArgs,
+    client: Client,
+    ctx: &Arc<Context>,
+) -> anyhow::Result<()> {
+    if args.conversion_webhook_addr.is_some() && !ctx.module().converts() {
+        tracing::warn!(
+            world = ctx.module().world(),
+            "the module has no `convert`: every conversion will fail until a module with one is swapped in"
+        );
+    }
+    let module_of = ctx.clone();
+    let converter: Converter = Arc::new(move |object, to| {
+        let started = Instant::now();
+        let result = module_of.module().convert(object, to);
+        let failure = result.as_ref().err().map(|e| e.reason());
+        module_of.metrics.guest_call(started.elapsed(), failure);
+        result.map_err(|e| e.to_string())
+    });
+    let metrics = ctx.metrics.clone();
+    let observer: Observer = Arc::new(move |result| metrics.conversion(result));
+    if let Some(addr) = conversion::start(args, client, converter, observer).await? {
+        tracing::info!(%addr, "conversion webhook ready");
+    }
+    Ok(())
+}
