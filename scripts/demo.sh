@@ -29,10 +29,20 @@ echo "==> applying the MyApp CRD"
 kubectl apply -f deploy/crd.yaml
 kubectl wait --for condition=established --timeout=60s crd/myapps.example.com
 
-echo "==> starting reconcile-host with $(basename "$MODULE")"
+echo "==> starting reconcile-host with $(basename "$MODULE"), serving the CRD's conversion webhook"
+webhook_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$HOST" run --parent example.com/v1alpha1/MyApp --child apps/v1/Deployment --module "$MODULE" \
+  --conversion-webhook-addr "127.0.0.1:$webhook_port" --conversion-crd myapps.example.com \
+  --webhook-cert-secret default/reconcile-host-webhook-tls \
   >"$work/host.log" 2>&1 &
 pids+=($!)
+# MyApp v1beta1 (kubectl's preferred version) is converted by the module, through the host.
+kubectl patch crd myapps.example.com --type=merge -p "{\"spec\": {\"conversion\": {\"strategy\": \"Webhook\",
+  \"webhook\": {\"conversionReviewVersions\": [\"v1\"], \"clientConfig\": {\"url\": \"https://127.0.0.1:$webhook_port/convert\"}}}}}"
+until [ -n "$(kubectl get crd myapps.example.com -o jsonpath='{.spec.conversion.webhook.clientConfig.caBundle}')" ]; do
+  kill -0 "${pids[1]}" 2>/dev/null || { echo "reconcile-host stopped:" >&2; tail -n 40 "$work/host.log" >&2; exit 1; }
+  sleep 1
+done
 
 echo "==> applying the seed's demo-app"
 kubectl apply -n default -f examples/myapp/myapp-instance.yaml
@@ -42,7 +52,8 @@ if ! kubectl wait -n default myapp/demo-app --for=jsonpath='{.status.phase}'=Rea
   exit 1
 fi
 
-echo; echo "==> kubectl get myapp"; kubectl get myapp -n default
+echo; echo "==> kubectl get myapp (v1beta1, converted by the module)"; kubectl get myapp -n default
+echo; echo "==> kubectl get myapps.v1alpha1.example.com (as stored)"; kubectl get myapps.v1alpha1.example.com -n default
 echo; echo "==> kubectl get deployments -l app=demo-app"; kubectl get deployments -n default -l app=demo-app
 echo; echo "==> kubectl get myapp demo-app -o jsonpath='{.status}'"; kubectl get myapp -n default demo-app -o jsonpath='{.status}'; echo
 echo; echo "==> kubectl describe myapp demo-app"; kubectl describe myapp -n default demo-app
