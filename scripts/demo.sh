@@ -36,9 +36,11 @@ webhook_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0
   --webhook-cert-secret default/reconcile-host-webhook-tls \
   >"$work/host.log" 2>&1 &
 pids+=($!)
-# MyApp v1beta1 (kubectl's preferred version) is converted by the module, through the host.
-kubectl patch crd myapps.example.com --type=merge -p "{\"spec\": {\"conversion\": {\"strategy\": \"Webhook\",
-  \"webhook\": {\"conversionReviewVersions\": [\"v1\"], \"clientConfig\": {\"url\": \"https://127.0.0.1:$webhook_port/convert\"}}}}}"
+# MyApp v1beta1 served (kubectl's preferred version), converted by the module through the host.
+kubectl patch crd myapps.example.com --type=json -p "[
+  {\"op\": \"replace\", \"path\": \"/spec/versions/1/served\", \"value\": true},
+  {\"op\": \"add\", \"path\": \"/spec/conversion\", \"value\": {\"strategy\": \"Webhook\", \"webhook\": {
+    \"conversionReviewVersions\": [\"v1\"], \"clientConfig\": {\"url\": \"https://127.0.0.1:$webhook_port/convert\"}}}}]"
 until [ -n "$(kubectl get crd myapps.example.com -o jsonpath='{.spec.conversion.webhook.clientConfig.caBundle}')" ]; do
   kill -0 "${pids[1]}" 2>/dev/null || { echo "reconcile-host stopped:" >&2; tail -n 40 "$work/host.log" >&2; exit 1; }
   sleep 1

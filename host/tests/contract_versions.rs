@@ -19,15 +19,6 @@ fn load(guest: &str) -> Arc<Module> {
     Module::load_file(&Runtime::new(config).unwrap(), &component(guest)).unwrap()
 }
 
-fn request(parent: &Value) -> Request {
-    Request {
-        parent: parent.to_string(),
-        children: Vec::new(),
-        related: Vec::new(),
-        finalizing: false,
-    }
-}
-
 fn myapp_v1alpha1() -> Value {
     json!({
         "apiVersion": "example.com/v1alpha1", "kind": "MyApp",
@@ -46,7 +37,9 @@ fn a_component_built_against_0_1_0_is_served_as_before_and_cannot_convert() {
         "metadata": {"name": "docs", "namespace": "team-b", "uid": "u-2"},
         "spec": {"title": "Docs", "html": "<h1>Docs</h1>"}
     });
-    let answer = website.call("team-b/docs", &request(&parent)).unwrap();
+    let answer = website
+        .call("team-b/docs", &Request::for_parent(&parent))
+        .unwrap();
     let kinds: Vec<_> = answer
         .children
         .iter()
@@ -70,7 +63,9 @@ fn a_0_2_0_component_reconciles_and_converts() {
     let myapp = load("guest_myapp");
     assert_eq!(myapp.world(), "reconcile:guest/converting-reconciler@0.2.0");
     let parent = myapp_v1alpha1();
-    let answer = myapp.call("default/demo-app", &request(&parent)).unwrap();
+    let answer = myapp
+        .call("default/demo-app", &Request::for_parent(&parent))
+        .unwrap();
     assert_eq!(answer.children[0]["metadata"]["name"], "demo-app-deploy");
 
     let beta = myapp.convert(&parent, "example.com/v1beta1").unwrap();

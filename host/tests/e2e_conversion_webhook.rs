@@ -57,18 +57,47 @@ async fn secret_ca(client: &kube::Client, secret: &SecretRef) -> Vec<u8> {
     secret.data.unwrap()["ca.crt"].0.clone()
 }
 
+/// One test's namespace, its CRD's name, the certificate Secret, and a client with only the webhook's
+/// RBAC beside the admin's.
+struct Setup {
+    admin: kube::Client,
+    namespace: String,
+    crd: String,
+    secret: SecretRef,
+    client: kube::Client,
+}
+
+impl Setup {
+    async fn new(cluster: &TestCluster, plural: &str) -> Setup {
+        let admin = cluster.client().await.unwrap();
+        let namespace = cluster.namespace(plural).await.unwrap();
+        let crd = format!("{plural}.{GROUP}");
+        let secret = SecretRef {
+            namespace: namespace.clone(),
+            name: format!("{plural}-webhook-cert"),
+        };
+        let client = webhook_client(cluster, &admin, &namespace, &crd, &secret.name).await;
+        Setup {
+            admin,
+            namespace,
+            crd,
+            secret,
+            client,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn widgets_are_read_at_either_version_through_the_webhook() {
     let cluster = TestCluster::shared();
     let _guard = failure_guard(cluster);
-    let admin = cluster.client().await.unwrap();
-    let namespace = cluster.namespace("conversion").await.unwrap();
-    let crd = format!("widgets.{GROUP}");
-    let secret = SecretRef {
-        namespace: namespace.clone(),
-        name: "widgets-webhook-cert".into(),
-    };
-    let client = webhook_client(cluster, &admin, &namespace, &crd, &secret.name).await;
+    let Setup {
+        admin,
+        namespace,
+        crd,
+        secret,
+        client,
+    } = Setup::new(cluster, "widgets").await;
 
     // The host starts before the CRD declares the webhook: it applies nothing, then follows the CRD.
     apply_crd(&admin, "widgets", "Widget", json!({"strategy": "None"})).await;
@@ -198,14 +227,13 @@ async fn widgets_are_read_at_either_version_through_the_webhook() {
 async fn an_expiring_certificate_in_the_secret_is_replaced() {
     let cluster = TestCluster::shared();
     let _guard = failure_guard(cluster);
-    let admin = cluster.client().await.unwrap();
-    let namespace = cluster.namespace("conversion-renew").await.unwrap();
-    let crd = format!("gadgets.{GROUP}");
-    let secret = SecretRef {
-        namespace: namespace.clone(),
-        name: "gadgets-webhook-cert".into(),
-    };
-    let client = webhook_client(cluster, &admin, &namespace, &crd, &secret.name).await;
+    let Setup {
+        admin,
+        namespace,
+        crd,
+        secret,
+        client,
+    } = Setup::new(cluster, "gadgets").await;
     // Without a webhook stanza the CRD gets nothing; the certificate is still made.
     apply_crd(&admin, "gadgets", "Gadget", json!({"strategy": "None"})).await;
 

@@ -48,10 +48,15 @@ fn shipped_args(namespace: &str, cache: &std::path::Path, webhook_port: u16) -> 
     local
 }
 
-#[tokio::test]
-async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
-    let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
+/// `kubectl apply --server-side -k deploy/` as the README says, once for both tests: the CRD it
+/// applies serves v1beta1 through the webhook, which deploy/crd.yaml alone (`install_crd`) does not,
+/// and the two would conflict on `.spec.versions`.
+fn apply_deploy(cluster: &TestCluster) {
+    static APPLIED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let mut applied = APPLIED.lock().unwrap_or_else(|e| e.into_inner());
+    if *applied {
+        return;
+    }
     std::fs::copy(
         component("guest_myapp"),
         repo_root().join("deploy/module/myapp.wasm"),
@@ -69,18 +74,7 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         cluster,
         &["apply", "--server-side", "--dry-run=server", "-k", deploy],
     );
-    // A field manager of its own: the other test's `install_crd` applies deploy/crd.yaml alone, and
-    // as the same manager it would take the conversion stanza of the kustomization's patch away.
-    kubectl_ok(
-        cluster,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=deploy-test",
-            "-k",
-            deploy,
-        ],
-    );
+    kubectl_ok(cluster, &["apply", "--server-side", "-k", deploy]);
     kubectl_ok(
         cluster,
         &[
@@ -90,6 +84,14 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
             "crd/myapps.example.com",
         ],
     );
+    *applied = true;
+}
+
+#[tokio::test]
+async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    apply_deploy(cluster);
     let module_cm = kubectl_ok(
         cluster,
         &[
@@ -254,7 +256,7 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
 async fn a_standby_takes_over_when_the_leader_is_killed() {
     let cluster = TestCluster::shared();
     let _guard = failure_guard(cluster);
-    install_crd(cluster);
+    apply_deploy(cluster);
     let namespace = cluster.namespace("leader").await.unwrap();
     let client = cluster.client().await.unwrap();
     let election = [

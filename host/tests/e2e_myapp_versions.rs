@@ -50,6 +50,15 @@ async fn set_conversion(client: &kube::Client, port: Option<u16>) {
         .unwrap();
 }
 
+/// Applies a JSON patch to the CRD's versions (deploy/crd.yaml: v1alpha1 first, v1beta1 second).
+async fn patch_versions(client: &kube::Client, ops: Value) {
+    let ops: json_patch::Patch = serde_json::from_value(ops).unwrap();
+    crds(client)
+        .patch(CRD, &PatchParams::default(), &Patch::Json::<()>(ops))
+        .await
+        .unwrap();
+}
+
 fn crds(client: &kube::Client) -> Api<CustomResourceDefinition> {
     Api::all(client.clone())
 }
@@ -94,7 +103,10 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
     let client = cluster.client().await.unwrap();
     let namespace = cluster.namespace("versions").await.unwrap();
     let port = free_port();
+    // As deploy/kustomization.yaml does: v1beta1 served, with the host's webhook by URL here.
     set_conversion(&client, Some(port)).await;
+    let serve = json!([{"op": "replace", "path": "/spec/versions/1/served", "value": true}]);
+    patch_versions(&client, serve).await;
 
     let modules = tempfile::tempdir().unwrap();
     let module = modules.path().join("module.wasm");
@@ -236,21 +248,47 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
 
     // Storage moves to v1beta1. Until the migration, demo-app is still stored at v1alpha1: with the
     // conversion off, the API server serves it at v1beta1 as stored, image at spec.image.
-    let versions = json!([
+    let storage = json!([
         {"op": "replace", "path": "/spec/versions/0/storage", "value": false},
         {"op": "replace", "path": "/spec/versions/1/storage", "value": true},
     ]);
-    let versions: json_patch::Patch = serde_json::from_value(versions).unwrap();
-    crds(&client)
-        .patch(CRD, &PatchParams::default(), &Patch::Json::<()>(versions))
-        .await
-        .unwrap();
+    patch_versions(&client, storage).await;
+    // (The API server takes a moment to serve the CRD's new conversion: poll for its effect.)
     set_conversion(&client, None).await;
-    let stale = get(&client, &namespace, "v1beta1", "demo-app").await;
-    assert_eq!(stale["spec"]["image"], "nginx:1.27", "{stale}");
+    wait_for("demo-app served as stored, at spec.image", || async {
+        let stale = at(&client, &namespace, "v1beta1")
+            .get("demo-app")
+            .await
+            .ok()?;
+        (stale.data["spec"]["image"] == "nginx:1.27").then_some(())
+    })
+    .await;
     set_conversion(&client, Some(port)).await;
     // The host puts its caBundle back on the stanza it was removed with.
     wait_ca_bundle(&client).await;
+    wait_for("demo-app converted by the module again", || async {
+        let beta = at(&client, &namespace, "v1beta1")
+            .get("demo-app")
+            .await
+            .ok()?;
+        (beta.data["spec"]["template"]["image"] == "nginx:1.27").then_some(())
+    })
+    .await;
+    // A parent written now is stored at v1beta1 while demo-app is still stored at v1alpha1: the host,
+    // watching v1alpha1, reconciles both.
+    create_myapp(&client, &namespace, "after", json!({"image": "nginx:1.28"})).await;
+    let what = "after's Deployment, from a parent stored at v1beta1";
+    wait_deployment(&client, &namespace, "after-deploy", what, |d| {
+        replicas_and_image(d) == (Some(1), Some("nginx:1.28".into()))
+    })
+    .await;
+    let spec = json!({"replicas": 3, "image": "nginx:1.27"});
+    patch_spec(&client, &namespace, "demo-app", spec).await;
+    let what = "demo-app's Deployment, from a parent stored at v1alpha1";
+    wait_deployment(&client, &namespace, "demo-app-deploy", what, |d| {
+        replicas_and_image(d) == (Some(3), Some("nginx:1.27".into()))
+    })
+    .await;
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
         .args(["migrate-storage", "--crd", CRD])
@@ -275,6 +313,17 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
     // object, and nothing was lost.
     drop(host);
     set_conversion(&client, None).await;
+    // A write at v1alpha1 succeeds only once the API server no longer calls the (stopped) webhook.
+    wait_for("the API server without the webhook", || async {
+        let probe = serde_json::from_value(json!({
+            "apiVersion": "example.com/v1alpha1", "kind": "MyApp",
+            "metadata": {"name": "probe", "namespace": namespace},
+        }))
+        .unwrap();
+        let api = at(&client, &namespace, "v1alpha1");
+        api.create(&PostParams::default(), &probe).await.ok()
+    })
+    .await;
     let all = at(&client, &namespace, "v1beta1")
         .list(&Default::default())
         .await
@@ -282,14 +331,19 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
     let specs: Vec<(String, Value)> = all
         .items
         .iter()
+        .filter(|o| o.metadata.name.as_deref() != Some("probe"))
         .map(|o| (o.metadata.name.clone().unwrap(), o.data["spec"].clone()))
         .collect();
     assert_eq!(
         specs,
         [
             (
+                "after".to_string(),
+                json!({"template": {"image": "nginx:1.28"}})
+            ),
+            (
                 "demo-app".to_string(),
-                json!({"replicas": 2, "template": {"image": "nginx:1.27"}})
+                json!({"replicas": 3, "template": {"image": "nginx:1.27"}})
             ),
             (
                 "sized".to_string(),

@@ -44,17 +44,8 @@ fn parent(fault: Option<&str>) -> Value {
     parent
 }
 
-fn request(parent: &Value) -> Request {
-    Request {
-        parent: parent.to_string(),
-        children: Vec::new(),
-        related: Vec::new(),
-        finalizing: false,
-    }
-}
-
 fn call_fault(module: &Module, fault: &str) -> Result<Answer, GuestError> {
-    module.call("team-a/victim", &request(&parent(Some(fault))))
+    module.call("team-a/victim", &Request::for_parent(&parent(Some(fault))))
 }
 
 fn rules() -> Rules {
@@ -64,7 +55,7 @@ fn rules() -> Rules {
 /// After any fault the same module must still serve a healthy parent.
 fn assert_next_call_works(module: &Module) {
     let answer = module
-        .call("team-a/healthy", &request(&parent(None)))
+        .call("team-a/healthy", &Request::for_parent(&parent(None)))
         .expect("the next call works");
     assert_eq!(answer.children[0]["metadata"]["name"], "victim-cm");
     assert_eq!(answer.status.unwrap()["ok"], true);
@@ -304,7 +295,7 @@ fn compiled_artifacts_are_cached_and_reused() {
     let parent = json!({"apiVersion": "example.com/v1alpha1", "kind": "MyApp", "metadata": {"name": "x", "namespace": "d"}, "spec": {}});
     assert_eq!(
         second
-            .call("d/x", &request(&parent))
+            .call("d/x", &Request::for_parent(&parent))
             .unwrap()
             .children
             .len(),

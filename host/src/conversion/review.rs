@@ -6,6 +6,8 @@ use kube::core::Status;
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use serde_json::Value;
 
+use crate::guest::json_kind;
+
 /// Converts one object to the given apiVersion; in the host, the guest's `convert` export.
 pub type ConvertFn = dyn Fn(&Value, &str) -> Result<Value, String>;
 
@@ -103,7 +105,7 @@ fn convert_one(object: &Value, to: &str, convert: &ConvertFn) -> Result<Value, O
         return Err(ObjectError::NotAnObject {
             object: id(),
             to: to.to_string(),
-            answer: json_type(&answer),
+            answer: json_kind(&answer),
         });
     }
     if answer.get("apiVersion").and_then(Value::as_str) != Some(to) {
@@ -152,17 +154,6 @@ fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
 /// A field's value for a message: JSON, or `nothing` when absent.
 fn shown(value: Option<&Value>) -> String {
     value.map_or_else(|| "nothing".to_string(), Value::to_string)
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,18 @@ pub use v0_2::reconcile::guest::log::Level;
 pub use v0_2::reconcile::guest::types::{Request, Response};
 pub(crate) use v0_2::reconcile::guest::{log, types};
 
+impl Request {
+    /// The request for a parent that owns no children yet, not being deleted.
+    pub fn for_parent(parent: &serde_json::Value) -> Request {
+        Request {
+            parent: parent.to_string(),
+            children: Vec::new(),
+            related: Vec::new(),
+            finalizing: false,
+        }
+    }
+}
+
 /// The worlds a module may implement, newest first, for messages that say what a refused component
 /// should implement.
 pub const WORLDS: [&str; 3] = [
