@@ -8,8 +8,16 @@
 //! written back unchanged (`PUT`), which the API server encodes at the storage version (through the
 //! conversion webhook when the versions differ) and skips when the bytes are already the same; only when
 //! every object was rewritten is `storedVersions` trimmed.
+//!
+//! The API server takes a moment to switch to a CRD's new storage version: a rewrite before that stores
+//! the object in the old version again, and trimming `storedVersions` then would hide it. So the command
+//! first waits until discovery reports the new version's `storageVersionHash`, the signal the
+//! kube-storage-version-migrator uses too.
 
 use std::io::Write;
+use std::time::Duration;
+
+use base64::Engine;
 
 use clap::Args;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -17,6 +25,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Client, ResourceExt};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
@@ -73,6 +82,7 @@ pub async fn migrate(client: Client, crd_name: &str) -> anyhow::Result<Migration
         &GroupVersionKind::gvk(&crd.spec.group, &storage_version, &crd.spec.names.kind),
         &crd.spec.names.plural,
     );
+    wait_for_storage_version(&client, &resource).await?;
     let all: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let mut migration = Migration {
         stored_before: crd
@@ -94,6 +104,46 @@ pub async fn migrate(client: Client, crd_name: &str) -> anyhow::Result<Migration
     crds.patch_status(crd_name, &PatchParams::default(), &Patch::Merge(&trim))
         .await?;
     Ok(migration)
+}
+
+/// How long the API server may take to serve a new storage version.
+const SWITCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Waits until discovery reports `resource`'s version as its storage version.
+pub async fn wait_for_storage_version(
+    client: &Client,
+    resource: &ApiResource,
+) -> anyhow::Result<()> {
+    let expected = storage_version_hash(&resource.group, &resource.version, &resource.kind);
+    let deadline = tokio::time::Instant::now() + SWITCH_TIMEOUT;
+    loop {
+        let listed = client
+            .list_api_group_resources(&resource.api_version)
+            .await?;
+        let hash = listed
+            .resources
+            .iter()
+            .find(|r| r.name == resource.plural)
+            .and_then(|r| r.storage_version_hash.clone());
+        if hash.as_deref() == Some(expected.as_str()) {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the API server did not switch {} to storage version {} within {SWITCH_TIMEOUT:?} \
+             (discovery's storageVersionHash is {hash:?}, expected {expected})",
+            resource.plural,
+            resource.version,
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The API server's `storageVersionHash` of a storage version: the first 8 bytes of the SHA-256 of
+/// `group/version/kind`, base64 (k8s.io/apiserver's `StorageVersionHash`).
+fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    let digest = Sha256::digest(format!("{group}/{version}/{kind}"));
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
 /// Writes `object` back unchanged; on a conflict (someone wrote it meanwhile, and so at the storage
@@ -128,5 +178,19 @@ async fn rewrite(
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::storage_version_hash;
+
+    #[test]
+    fn the_storage_version_hash_is_the_api_servers() {
+        // As discovery reports it for apps/v1 Deployments on a real API server.
+        assert_eq!(
+            storage_version_hash("apps", "v1", "Deployment"),
+            "8aSe+NMegvE="
+        );
     }
 }

@@ -253,6 +253,11 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
         {"op": "replace", "path": "/spec/versions/1/storage", "value": true},
     ]);
     patch_versions(&client, storage).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1beta1", "MyApp");
+    let stored = ApiResource::from_gvk_with_plural(&gvk, "myapps");
+    reconcile_host::migrate::wait_for_storage_version(&client, &stored)
+        .await
+        .unwrap();
     // (The API server takes a moment to serve the CRD's new conversion: poll for its effect.)
     set_conversion(&client, None).await;
     wait_for("demo-app served as stored, at spec.image", || async {
@@ -301,7 +306,11 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("rewritten at v1beta1"), "{stdout}");
+    // Only sized is still stored at v1alpha1: after was created, and demo-app written, since the switch.
+    assert!(
+        stdout.contains("1 objects rewritten at v1beta1, 2 already stored so"),
+        "{stdout}"
+    );
     let crd = crds(&client).get(CRD).await.unwrap();
     assert_eq!(
         crd.status.unwrap().stored_versions.unwrap(),
