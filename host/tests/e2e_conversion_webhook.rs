@@ -68,8 +68,10 @@ struct Setup {
 }
 
 impl Setup {
-    async fn new(cluster: &TestCluster, plural: &str) -> Setup {
+    /// The test CRD `plural` (kind `kind`) without a webhook yet, and the rest.
+    async fn new(cluster: &TestCluster, plural: &str, kind: &str) -> Setup {
         let admin = cluster.client().await.unwrap();
+        apply_crd(&admin, plural, kind, json!({"strategy": "None"})).await;
         let namespace = cluster.namespace(plural).await.unwrap();
         let crd = format!("{plural}.{GROUP}");
         let secret = SecretRef {
@@ -97,10 +99,8 @@ async fn widgets_are_read_at_either_version_through_the_webhook() {
         crd,
         secret,
         client,
-    } = Setup::new(cluster, "widgets").await;
-
+    } = Setup::new(cluster, "widgets", "Widget").await;
     // The host starts before the CRD declares the webhook: it applies nothing, then follows the CRD.
-    apply_crd(&admin, "widgets", "Widget", json!({"strategy": "None"})).await;
     let addr = conversion::start(
         &args(&crd, &secret),
         client.clone(),
@@ -233,9 +233,8 @@ async fn an_expiring_certificate_in_the_secret_is_replaced() {
         crd,
         secret,
         client,
-    } = Setup::new(cluster, "gadgets").await;
+    } = Setup::new(cluster, "gadgets", "Gadget").await;
     // Without a webhook stanza the CRD gets nothing; the certificate is still made.
-    apply_crd(&admin, "gadgets", "Gadget", json!({"strategy": "None"})).await;
 
     let names = ["localhost".to_string(), "127.0.0.1".to_string()];
     let expiring = Bundle::generate(&names, std::time::Duration::from_secs(10 * 86_400)).unwrap();

@@ -73,6 +73,25 @@ async fn wait_ca_bundle(client: &kube::Client) {
     .await;
 }
 
+/// Waits until demo-app, read at v1beta1, has `value` at `pointer`: the API server converts with a
+/// module or a conversion setting that changed a moment ago.
+async fn wait_demo_app_at_v1beta1(
+    client: &kube::Client,
+    namespace: &str,
+    what: &str,
+    pointer: &str,
+    value: &str,
+) {
+    wait_for(what, || async {
+        let demo = at(client, namespace, "v1beta1")
+            .get("demo-app")
+            .await
+            .ok()?;
+        (demo.data.pointer(pointer)? == value).then_some(())
+    })
+    .await;
+}
+
 /// `kubectl get` of `name` at `version`: its error output if it fails.
 fn kubectl_get_error(cluster: &TestCluster, namespace: &str, version: &str, name: &str) -> String {
     let resource = format!("myapps.{version}.example.com");
@@ -191,13 +210,13 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
 
     // A swap changes the conversion live: the faults guest's convert only sets apiVersion.
     replace_module(&module, "guest_faults");
-    wait_for("the faults guest's conversion", || async {
-        let beta = at(&client, &namespace, "v1beta1")
-            .get("demo-app")
-            .await
-            .ok()?;
-        (beta.data["spec"]["image"] == "nginx:1.27").then_some(())
-    })
+    wait_demo_app_at_v1beta1(
+        &client,
+        &namespace,
+        "the faults guest's conversion",
+        "/spec/image",
+        "nginx:1.27",
+    )
     .await;
     // A conversion that fails reaches the client with the guest's message; the object stays readable
     // at the version it is stored in, and the other objects at either version.
@@ -237,13 +256,13 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
         "{metrics}"
     );
     replace_module(&module, "guest_myapp");
-    wait_for("the MyApp guest's conversion again", || async {
-        let beta = at(&client, &namespace, "v1beta1")
-            .get("demo-app")
-            .await
-            .ok()?;
-        (beta.data["spec"]["template"]["image"] == "nginx:1.27").then_some(())
-    })
+    wait_demo_app_at_v1beta1(
+        &client,
+        &namespace,
+        "the MyApp guest's conversion again",
+        "/spec/template/image",
+        "nginx:1.27",
+    )
     .await;
 
     // Storage moves to v1beta1. Until the migration, demo-app is still stored at v1alpha1: with the
@@ -260,24 +279,24 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
         .unwrap();
     // (The API server takes a moment to serve the CRD's new conversion: poll for its effect.)
     set_conversion(&client, None).await;
-    wait_for("demo-app served as stored, at spec.image", || async {
-        let stale = at(&client, &namespace, "v1beta1")
-            .get("demo-app")
-            .await
-            .ok()?;
-        (stale.data["spec"]["image"] == "nginx:1.27").then_some(())
-    })
+    wait_demo_app_at_v1beta1(
+        &client,
+        &namespace,
+        "demo-app served as stored, at spec.image",
+        "/spec/image",
+        "nginx:1.27",
+    )
     .await;
     set_conversion(&client, Some(port)).await;
     // The host puts its caBundle back on the stanza it was removed with.
     wait_ca_bundle(&client).await;
-    wait_for("demo-app converted by the module again", || async {
-        let beta = at(&client, &namespace, "v1beta1")
-            .get("demo-app")
-            .await
-            .ok()?;
-        (beta.data["spec"]["template"]["image"] == "nginx:1.27").then_some(())
-    })
+    wait_demo_app_at_v1beta1(
+        &client,
+        &namespace,
+        "demo-app converted by the module again",
+        "/spec/template/image",
+        "nginx:1.27",
+    )
     .await;
     // A parent written now is stored at v1beta1 while demo-app is still stored at v1alpha1: the host,
     // watching v1alpha1, reconciles both.
