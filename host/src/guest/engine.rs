@@ -46,10 +46,7 @@ impl Runtime {
             .total_tables(config.max_instances * 8)
             .max_memory_size(config.memory_limit)
             .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-            .table_keep_resident(16 << 10)
-            // Linux 6.7+: reset only the pages a call touched (found with the PAGEMAP_SCAN ioctl)
-            // instead of all of the keep-resident bytes; ignored where the kernel lacks it.
-            .pagemap_scan(wasmtime::Enabled::No);
+            .table_keep_resident(16 << 10);
 
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)
