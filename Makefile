@@ -6,9 +6,9 @@ GUEST_TARGET    := $(TARGET_DIR)/guests
 HOST            := $(TARGET_DIR)/release/reconcile-host
 MYAPP_GUEST     := $(GUEST_TARGET)/wasm32-unknown-unknown/release/guest_myapp.wasm
 # The MyApp guest is built without WASI: wasm32-unknown-unknown, linked into a component by the
-# wasm-component-ld that ships with rustc (as for wasm32-wasip2, but with no WASI adapter to add). It then
-# imports the contract only, and a fresh instance needs fewer core instances. host/tests/common/guests.rs
-# builds it the same way.
+# wasm-component-ld that ships with rustc (the linker of wasm32-wasip2). It then imports the contract
+# only (the wasip2 build also imports 13 WASI interfaces), and a fresh instance is cheaper.
+# host/tests/common/guests.rs builds it the same way.
 NO_WASI_LINKER  := --config 'target.wasm32-unknown-unknown.linker="wasm-component-ld"'
 CARGO_RELEASE   := cargo build --release --locked
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)

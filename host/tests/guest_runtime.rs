@@ -121,7 +121,7 @@ fn the_myapp_guest_imports_the_contract_only_and_its_wasip2_build_still_conforms
             .all(|name| name.starts_with("reconcile:guest/")),
         "{imports:?}"
     );
-    // Guests built for wasm32-wasip2 (WASI imports, the preview1 adapter) are served as before.
+    // Guests built for wasm32-wasip2 (WASI imports, linked with no capabilities) are served as before.
     common::conformance::assert_conforms(
         &common::guests::wasip2("guest_myapp"),
         RuntimeConfig::default(),

@@ -22,8 +22,8 @@ pub fn component(name: &str) -> PathBuf {
 }
 
 /// `<name>.wasm` built for `wasm32-wasip2`, the whole guests workspace once per process: components
-/// that import the `wasi:cli`/`wasi:io` interfaces Rust's std links in, and carry the WASI preview1
-/// adapter.
+/// that import the `wasi:cli`/`wasi:io` interfaces Rust's std links in (no preview1 adapter: Rust
+/// 1.95's std for this target imports WASI 0.2 directly).
 pub fn wasip2(name: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| build(&guest_target_dir(), Target::Wasip2, &[]));
@@ -31,8 +31,8 @@ pub fn wasip2(name: &str) -> PathBuf {
 }
 
 /// `<name>.wasm` (`guest_myapp` or `guest_faults`) built for `wasm32-unknown-unknown` and linked into a
-/// component by the toolchain's `wasm-component-ld`: no WASI imports, no adapter, fewer core instances
-/// to create per call. Built once per process.
+/// component by the toolchain's `wasm-component-ld`: the contract's `log` is its only import, so a
+/// fresh instance has less to link. Built once per process.
 pub fn no_wasi(name: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
@@ -96,7 +96,7 @@ fn guest_target_dir() -> PathBuf {
 /// How a guest is built into a component.
 #[derive(Clone, Copy)]
 enum Target {
-    /// `wasm32-wasip2`: rustc links through `wasm-component-ld`, which adds the WASI adapter.
+    /// `wasm32-wasip2`: rustc links through `wasm-component-ld`; std imports WASI 0.2.
     Wasip2,
     /// `wasm32-unknown-unknown` linked by the same `wasm-component-ld` (shipped with rustc): the
     /// component-type section wit-bindgen embeds makes it a component with the contract's imports only.
