@@ -170,7 +170,9 @@ fn main() {
         "    of which the crossing   {:>9.2?}                    (a call that does no work)",
         crossing.0
     );
-    println!("  the same guest built for wasm32-wasip2 (13 WASI interfaces imported, wasi-libc's allocator):");
+    println!(
+        "  the same guest built for wasm32-wasip2 (13 WASI interfaces imported, wasi-libc's allocator):"
+    );
     println!(
         "  wasip2, fresh instance    {:>9.2?}   {:>5.2}x native",
         old_fresh.0, old_fresh.1
