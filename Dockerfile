@@ -5,7 +5,7 @@
 # runtime stage holds the host binary only (about 30 MiB stripped, on Debian's slim image).
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
-RUN rustup target add wasm32-wasip2
+RUN rustup target add wasm32-wasip2 wasm32-unknown-unknown
 COPY . .
 # BuildKit cache mounts keep the cargo registry and the target directory from one build to the next:
 # a source change recompiles our crates, not wasmtime and the rest of the dependency tree.
@@ -15,7 +15,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
  && mkdir -p /out \
  && cp target/release/reconcile-host /out/ \
  && strip /out/reconcile-host \
- && cp target/guests/wasm32-wasip2/release/guest_myapp.wasm /out/myapp.wasm
+ && cp target/guests/wasm32-unknown-unknown/release/guest_myapp.wasm /out/myapp.wasm
 
 # The guest component ships in a ConfigMap (deploy/), not in the image; /out/myapp.wasm is kept in the
 # build stage for `docker build --target build` users who want to extract it.

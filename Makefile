@@ -4,7 +4,12 @@
 TARGET_DIR      ?= $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 GUEST_TARGET    := $(TARGET_DIR)/guests
 HOST            := $(TARGET_DIR)/release/reconcile-host
-MYAPP_GUEST     := $(GUEST_TARGET)/wasm32-wasip2/release/guest_myapp.wasm
+MYAPP_GUEST     := $(GUEST_TARGET)/wasm32-unknown-unknown/release/guest_myapp.wasm
+# The MyApp guest is built without WASI: wasm32-unknown-unknown, linked into a component by the
+# wasm-component-ld that ships with rustc (the linker of wasm32-wasip2). It then imports the contract
+# only (the wasip2 build also imports 13 WASI interfaces), and a fresh instance is cheaper.
+# host/tests/common/guests.rs builds it the same way.
+NO_WASI_LINKER  := --config 'target.wasm32-unknown-unknown.linker="wasm-component-ld"'
 CARGO_RELEASE   := cargo build --release --locked
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
 
@@ -17,9 +22,12 @@ build: host guests
 host:
 	$(CARGO_RELEASE) -p reconcile-host -p testcluster
 
+# Every guest for wasm32-wasip2 (the faults and website guests are used that way), then MyApp without WASI.
 guests:
 	rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+	rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 	cargo build --release --locked --target wasm32-wasip2 --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)
+	cargo build --release --locked --target wasm32-unknown-unknown $(NO_WASI_LINKER) -p guest-myapp --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)
 
 # The real control plane (kube-apiserver, etcd, controller-manager, scheduler, kubectl, kwok), built
 # from Go modules and cached outside the repo.

@@ -1,5 +1,6 @@
 //! `make bench` (guest part): the MyApp guest called with a fresh instance and with a reused instance,
-//! against the same logic compiled natively, side by side in one run, printed as ratios; then the same
+//! against the same logic compiled natively, side by side in one run, printed as ratios, as it is built
+//! (without WASI) and as built for `wasm32-wasip2`; then the same
 //! MyApp logic as a Rust, a JavaScript and a Python component: size, compile time, cached load time and
 //! per-call cost in both modes.
 //! Each per-call figure is the median over batches of calls, after a warm-up.
@@ -126,7 +127,9 @@ fn main() {
     };
 
     let rust = measure(&guests::component("guest_myapp"), &request);
+    let wasip2 = measure(&guests::wasip2("guest_myapp"), &request);
     let (fresh_module, reused_module) = rust.modules.clone();
+    let (wasip2_fresh, wasip2_reused) = wasip2.modules.clone();
     // A finalizing call does no work in the guest: what is left is the host-guest crossing (copying
     // the request in and the answer out, the store's bookkeeping).
     let empty = Request {
@@ -137,7 +140,7 @@ fn main() {
     let call = |module: &Module, request: &Request| {
         black_box(module.call_raw("bench", black_box(request)).unwrap());
     };
-    let [native, fresh, reused, crossing] = race([
+    let [native, fresh, reused, crossing, old_fresh, old_reused] = race([
         &mut || {
             black_box(
                 guest_myapp::reconcile(black_box(&parent), black_box(&observed), false).unwrap(),
@@ -146,10 +149,13 @@ fn main() {
         &mut || call(&fresh_module, &request),
         &mut || call(&reused_module, &request),
         &mut || call(&reused_module, &empty),
+        &mut || call(&wasip2_fresh, &request),
+        &mut || call(&wasip2_reused, &request),
     ]);
     println!(
-        "MyApp guest call (medians over {BATCHES} rounds, the contenders taking turns; component {} bytes)",
-        rust.size
+        "MyApp guest call (medians over {BATCHES} rounds, the contenders taking turns; component {} bytes \
+         without WASI, {} bytes for wasm32-wasip2)",
+        rust.size, wasip2.size
     );
     println!("  native Rust (same logic)  {:>9.2?}", native.0);
     println!(
@@ -164,25 +170,36 @@ fn main() {
         "    of which the crossing   {:>9.2?}                    (a call that does no work)",
         crossing.0
     );
+    println!(
+        "  the same guest built for wasm32-wasip2 (13 WASI interfaces imported, wasi-libc's allocator):"
+    );
+    println!(
+        "  wasip2, fresh instance    {:>9.2?}   {:>5.2}x native",
+        old_fresh.0, old_fresh.1
+    );
+    println!(
+        "  wasip2, reused instance   {:>9.2?}   {:>5.2}x native",
+        old_reused.0, old_reused.1
+    );
 
     println!();
     println!("MyApp guest by language (the JS and Python ones built by their build.sh)");
     println!(
-        "  {:<11} {:>10} {:>10} {:>12} {:>11} {:>11}",
+        "  {:<13} {:>10} {:>10} {:>12} {:>11} {:>11}",
         "language", "size", "compile", "cached load", "fresh call", "reused call"
     );
     let others = [
         ("JavaScript", guests::myapp_js()),
         ("Python", guests::myapp_python()),
     ];
-    let rows = std::iter::once(("Rust", rust)).chain(
+    let rows = [("Rust", rust), ("Rust wasip2", wasip2)].into_iter().chain(
         others
             .iter()
             .map(|(lang, path)| (*lang, measure(path, &request))),
     );
     for (lang, f) in rows {
         println!(
-            "  {lang:<11} {:>6.1} MiB {:>10.2?} {:>12.2?} {:>11.2?} {:>11.2?}",
+            "  {lang:<13} {:>6.1} MiB {:>10.2?} {:>12.2?} {:>11.2?} {:>11.2?}",
             f.size as f64 / (1 << 20) as f64,
             f.compile,
             f.cached_load,

@@ -87,6 +87,48 @@ fn a_panic_is_reported_with_what_the_guest_said_and_the_next_call_works() {
 }
 
 #[test]
+fn a_guest_without_wasi_says_why_it_panicked_through_its_log() {
+    let config = RuntimeConfig::default()
+        .deadline(DEADLINE)
+        .memory_limit(32 << 20);
+    let module = Module::load_file(&runtime(config), &common::guests::no_wasi("guest_faults"))
+        .expect("faults guest without WASI loads");
+    let err = call_fault(&module, "panic:spec.size must be positive").unwrap_err();
+    let GuestError::Trap { what, said } = &err else {
+        panic!("not a trap: {err}");
+    };
+    assert!(what.contains("unreachable"), "{what}");
+    assert!(
+        said.starts_with("panicked at ") && said.contains("spec.size must be positive"),
+        "{said}"
+    );
+    assert_next_call_works(&module);
+}
+
+#[test]
+fn the_myapp_guest_imports_the_contract_only_and_its_wasip2_build_still_conforms() {
+    let engine = wasmtime::Engine::default();
+    let bytes = std::fs::read(common::guests::component("guest_myapp")).unwrap();
+    let component = wasmtime::component::Component::new(&engine, &bytes).unwrap();
+    let imports: Vec<String> = component
+        .component_type()
+        .imports(&engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    assert!(
+        imports
+            .iter()
+            .all(|name| name.starts_with("reconcile:guest/")),
+        "{imports:?}"
+    );
+    // Guests built for wasm32-wasip2 (WASI imports, linked with no capabilities) are served as before.
+    common::conformance::assert_conforms(
+        &common::guests::wasip2("guest_myapp"),
+        RuntimeConfig::default(),
+    );
+}
+
+#[test]
 fn an_oversized_status_is_refused_with_its_size() {
     let module = faults();
     let err = call_fault(&module, "big-status").unwrap_err();

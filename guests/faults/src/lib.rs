@@ -66,6 +66,7 @@ struct Component;
 
 impl Guest for Component {
     fn reconcile(req: Request) -> Result<Response, String> {
+        report_panics();
         let result = run(req);
         if let Err(message) = &result {
             emit(Level::Warn, message);
@@ -74,11 +75,25 @@ impl Guest for Component {
     }
 
     fn convert(object: String, to_api_version: String) -> Result<String, String> {
+        report_panics();
         let result = convert::convert(&object, &to_api_version);
         if let Err(message) = &result {
             emit(Level::Warn, message);
         }
         result
+    }
+}
+
+/// Built without WASI (`wasm32-unknown-unknown`), the guest has no stderr: a panic's message goes to
+/// the log at `error` instead, as the MyApp guest does. The wasip2 build keeps Rust's default hook (the
+/// message on stderr), so the host's tests see both ways a guest tells why it trapped.
+fn report_panics() {
+    #[cfg(not(target_os = "wasi"))]
+    {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            std::panic::set_hook(Box::new(|info| emit(Level::Error, &info.to_string())))
+        });
     }
 }
 

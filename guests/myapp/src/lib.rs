@@ -17,6 +17,8 @@
 //! are typed and borrow from the input: a `serde_json::Value` tree costs an allocation per key and per
 //! string, and a reconcile in wasm spent most of its time there (4-5x faster per call without).
 
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+mod alloc;
 #[cfg(target_arch = "wasm32")]
 mod component;
 pub mod convert;

@@ -90,7 +90,9 @@ pub(crate) fn finish<T>(
 
 /// Maps wasmtime's error to what happened, using the limiter's record to tell a memory cap from a
 /// genuine trap. A trap is told by what the guest last wrote to stderr (a Rust panic message, a JS
-/// or Python exception), not by the wasm backtrace, which goes to the log at debug level.
+/// or Python exception) or, if it wrote nothing there, by its last error-level log line (how a guest
+/// without WASI, hence without stderr, reports a panic); not by the wasm backtrace, which goes to the
+/// log at debug level.
 fn classify<T>(
     store: &Store<GuestState>,
     deadline: Duration,
@@ -117,9 +119,17 @@ fn classify<T>(
             };
             Err(GuestError::Trap {
                 what,
-                said: last_words(stderr),
+                said: said(stderr, &store.data().last_error),
             })
         }
+    }
+}
+
+/// What a trapped guest said: the end of its stderr, or else its last error-level log line.
+fn said(stderr: &str, last_error: &str) -> String {
+    match last_words(stderr) {
+        words if words.is_empty() => last_words(last_error),
+        words => words,
     }
 }
 
@@ -200,5 +210,27 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trapped_guest_said_its_stderr_or_else_its_last_error_log_line() {
+        let panic = "panicked at src/lib.rs:3:5:\nspec.size must be positive";
+        assert_eq!(
+            said("", panic),
+            "panicked at src/lib.rs:3:5: spec.size must be positive"
+        );
+        assert_eq!(
+            said(
+                "boom\nnote: run with `RUST_BACKTRACE=1` for a backtrace\n",
+                panic
+            ),
+            "boom"
+        );
+        assert_eq!(said(" \n", ""), "");
     }
 }

@@ -31,7 +31,8 @@ pub enum GuestError {
     #[error("guest exceeded its memory limit of {limit_bytes} bytes")]
     MemoryLimit { limit_bytes: usize },
     /// `what` is the trap (e.g. an `unreachable` instruction, which is how a Rust panic ends); `said` is
-    /// the end of what the guest wrote to stderr, where its panic message or exception is.
+    /// the end of what the guest wrote to stderr, where its panic message or exception is, or, if it
+    /// wrote nothing there, its last error-level log line (a guest without WASI has no stderr).
     #[error(
         "the guests' memory budget of {budget_bytes} bytes (--guest-memory-budget-mib), shared by all calls, stayed spent until this call's deadline"
     )]

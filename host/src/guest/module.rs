@@ -118,7 +118,7 @@ fn wasmparser_is_component(bytes: &[u8]) -> bool {
 
 fn describe_header(bytes: &[u8]) -> String {
     if bytes.len() >= 8 && bytes[..4] == *b"\0asm" {
-        "it is a core wasm module; build a component (e.g. the wasm32-wasip2 target, or `wasm-tools component new`)".into()
+        "it is a core wasm module; build a component (e.g. the wasm32-wasip2 target, wasm32-unknown-unknown linked by wasm-component-ld, or `wasm-tools component new`)".into()
     } else {
         format!(
             "it does not start with the wasm magic bytes ({} bytes)",

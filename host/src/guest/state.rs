@@ -8,11 +8,13 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::bindings::{Level, LevelV0_1, log, log_v0_1, types, types_v0_1};
 use super::budget::Reservation;
 use super::stdio::CapturedOutput;
+use crate::text::truncate;
 
 /// Everything a guest may touch from the host, rebuilt for every call so that nothing leaks between
 /// parents. Building it costs about a microsecond.
 pub struct GuestState {
-    wasi: WasiCtx,
+    /// No capabilities; `None` until the guest's first WASI call.
+    wasi: Option<WasiCtx>,
     table: ResourceTable,
     pub(crate) memory: MemoryCap,
     stdout: CapturedOutput,
@@ -21,7 +23,13 @@ pub struct GuestState {
     tag: String,
     log_budget: usize,
     max_log_bytes: usize,
+    /// The call's last `error`-level log line (at most [`MAX_LAST_ERROR`] bytes): what a guest without
+    /// stderr (built without WASI) said before it trapped, e.g. its panic message.
+    pub(crate) last_error: String,
 }
+
+/// How much of the last error-level log line is kept for the trap message.
+const MAX_LAST_ERROR: usize = 4096;
 
 /// A memory limiter: the instance's own cap, then the host-wide budget. It remembers which refused, so
 /// that the trap it causes is reported as what it is.
@@ -75,15 +83,8 @@ impl GuestState {
     ) -> GuestState {
         let stdout = CapturedOutput::new(max_log_bytes);
         let stderr = CapturedOutput::new(max_log_bytes);
-        let wasi = WasiCtxBuilder::new()
-            .stdout(stdout.clone())
-            .stderr(stderr.clone())
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
         GuestState {
-            wasi,
+            wasi: None,
             table: ResourceTable::new(),
             memory: MemoryCap {
                 limit: memory_limit,
@@ -96,6 +97,7 @@ impl GuestState {
             tag,
             log_budget: max_log_bytes,
             max_log_bytes,
+            last_error: String::new(),
         }
     }
 
@@ -104,6 +106,7 @@ impl GuestState {
         self.memory.reservation.rearm(deadline);
         self.tag = tag;
         self.log_budget = self.max_log_bytes;
+        self.last_error.clear();
     }
 
     /// Moves what the guest printed during the call into the host's log, one event per line, and
@@ -129,9 +132,21 @@ impl GuestState {
 }
 
 impl WasiView for GuestState {
+    /// The WASI context, built on the guest's first WASI call (about a microsecond): a guest built
+    /// without WASI, or one that never calls it, does not pay for it.
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        let (stdout, stderr) = (&self.stdout, &self.stderr);
+        let wasi = self.wasi.get_or_insert_with(|| {
+            WasiCtxBuilder::new()
+                .stdout(stdout.clone())
+                .stderr(stderr.clone())
+                .allow_tcp(false)
+                .allow_udp(false)
+                .allow_ip_name_lookup(false)
+                .build()
+        });
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: wasi,
             table: &mut self.table,
         }
     }
@@ -139,6 +154,10 @@ impl WasiView for GuestState {
 
 impl log::Host for GuestState {
     fn emit(&mut self, level: Level, message: String) {
+        if level == Level::Error {
+            // Kept even past the log budget: it is bounded, and it may be the only word on a trap.
+            self.last_error = truncate(message.clone(), MAX_LAST_ERROR);
+        }
         if self.log_budget == 0 {
             return;
         }

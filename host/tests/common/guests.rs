@@ -11,10 +11,34 @@ pub fn repo_root() -> &'static Path {
         .expect("host/ sits in the repo root")
 }
 
-/// `<name>.wasm` from the guests workspace (`guest_myapp`, `guest_faults`), built once per process.
+/// `<name>.wasm` as the project builds it (`make guests`): the MyApp guest without WASI (see
+/// [`no_wasi`]), the others (`guest_faults`, `guest_website`) for `wasm32-wasip2`.
 pub fn component(name: &str) -> PathBuf {
+    if name == "guest_myapp" {
+        no_wasi(name)
+    } else {
+        wasip2(name)
+    }
+}
+
+/// `<name>.wasm` built for `wasm32-wasip2`, the whole guests workspace once per process: components
+/// that import the `wasi:cli`/`wasi:io` interfaces Rust's std links in (no preview1 adapter: Rust
+/// 1.95's std for this target imports WASI 0.2 directly).
+pub fn wasip2(name: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| build(&guest_target_dir(), &[]));
+    let dir = DIR.get_or_init(|| build(&guest_target_dir(), Target::Wasip2, &[]));
+    in_dir(dir, name)
+}
+
+/// `<name>.wasm` (`guest_myapp` or `guest_faults`) built for `wasm32-unknown-unknown` and linked into a
+/// component by the toolchain's `wasm-component-ld`: the contract's `log` is its only import, so a
+/// fresh instance has less to link. Built once per process.
+pub fn no_wasi(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let extra = ["-p", "guest-myapp", "-p", "guest-faults"];
+        build(&guest_target_dir(), Target::NoWasi, &extra)
+    });
     in_dir(dir, name)
 }
 
@@ -35,7 +59,7 @@ pub fn myapp_variant_c() -> PathBuf {
 fn myapp_variant(dir: &'static OnceLock<PathBuf>, feature: &str) -> PathBuf {
     let dir = dir.get_or_init(|| {
         let extra = ["-p", "guest-myapp", "--features", feature];
-        build(&guest_target_dir().join(feature), &extra)
+        build(&guest_target_dir().join(feature), Target::NoWasi, &extra)
     });
     in_dir(dir, "guest_myapp")
 }
@@ -69,24 +93,46 @@ fn guest_target_dir() -> PathBuf {
         .join("guests")
 }
 
-fn build(target_dir: &Path, extra: &[&str]) -> PathBuf {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "build",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "--manifest-path",
-        ])
+/// How a guest is built into a component.
+#[derive(Clone, Copy)]
+enum Target {
+    /// `wasm32-wasip2`: rustc links through `wasm-component-ld`; std imports WASI 0.2.
+    Wasip2,
+    /// `wasm32-unknown-unknown` linked by the same `wasm-component-ld` (shipped with rustc): the
+    /// component-type section wit-bindgen embeds makes it a component with the contract's imports only.
+    NoWasi,
+}
+
+impl Target {
+    fn triple(self) -> &'static str {
+        match self {
+            Target::Wasip2 => "wasm32-wasip2",
+            Target::NoWasi => "wasm32-unknown-unknown",
+        }
+    }
+}
+
+fn build(target_dir: &Path, target: Target, extra: &[&str]) -> PathBuf {
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo
+        .args(["build", "--release", "--target", target.triple()])
+        .arg("--manifest-path")
         .arg(repo_root().join("guests/Cargo.toml"))
         .arg("--target-dir")
-        .arg(target_dir)
+        .arg(target_dir);
+    if let Target::NoWasi = target {
+        cargo.args(["--config", NO_WASI_LINKER]);
+    }
+    let status = cargo
         .args(extra)
         .status()
         .expect("running cargo to build the guests");
     assert!(status.success(), "building the guest components failed");
-    target_dir.join("wasm32-wasip2/release")
+    target_dir.join(target.triple()).join("release")
 }
+
+/// What `make guests` passes too: link `wasm32-unknown-unknown` cdylibs into components.
+const NO_WASI_LINKER: &str = r#"target.wasm32-unknown-unknown.linker="wasm-component-ld""#;
 
 /// Runs `guests/<guest>/build.sh` into `<guest target dir>/<lang>/myapp.wasm`. The script installs its
 /// toolchain into a cache outside the repo and skips an unchanged guest.
