@@ -18,9 +18,10 @@ pub(super) async fn serve_conversion(
     client: Client,
     ctx: &Arc<Context>,
 ) -> anyhow::Result<()> {
-    if args.conversion_webhook_addr.is_some() && !ctx.module().converts() {
+    let module = ctx.module();
+    if args.conversion_webhook_addr.is_some() && !module.converts() {
         tracing::warn!(
-            world = ctx.module().world(),
+            world = module.world(),
             "the module has no `convert`: every conversion will fail until a module with one is swapped in"
         );
     }

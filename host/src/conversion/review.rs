@@ -42,6 +42,11 @@ pub enum ObjectError {
     },
 }
 
+/// How a review ended when it converted every object.
+pub const SUCCESS: &str = "success";
+/// The reason of a review that is not a ConversionReview with a request.
+pub const BAD_REQUEST: &str = "BadRequest";
+
 impl ObjectError {
     /// The failed review's reason, for its Status and metrics: the converter refused or failed, or it
     /// answered something that is not the object in the desired version.
@@ -64,22 +69,28 @@ const IDENTITY: [(&str, &[&str]); 4] = [
 ];
 
 /// The answer to `review`: the converted objects in order, or a failure naming the first object that
-/// failed and no objects at all. A review without a request gets an `invalid` answer.
-pub fn answer(review: ConversionReview, convert: &ConvertFn) -> ConversionReview {
+/// failed and no objects at all. A review without a request gets an `invalid` answer. With it, how the
+/// review ended: `SUCCESS`, or the failure's reason (as in its Status), for metrics.
+pub fn answer(review: ConversionReview, convert: &ConvertFn) -> (ConversionReview, &'static str) {
     let request = match ConversionRequest::from_review(review) {
         Ok(request) => request,
         Err(e) => {
-            return ConversionResponse::invalid(Status::failure(&e.to_string(), "BadRequest"))
-                .into_review();
+            let status = Status::failure(&e.to_string(), BAD_REQUEST);
+            return (
+                ConversionResponse::invalid(status).into_review(),
+                BAD_REQUEST,
+            );
         }
     };
     let converted = convert_all(&request.objects, &request.desired_api_version, convert);
     let response = ConversionResponse::for_request(request);
     match converted {
-        Ok(objects) => response.success(objects),
-        Err(e) => response.failure(Status::failure(&e.to_string(), e.reason())),
+        Ok(objects) => (response.success(objects).into_review(), SUCCESS),
+        Err(e) => {
+            let status = Status::failure(&e.to_string(), e.reason());
+            (response.failure(status).into_review(), e.reason())
+        }
     }
-    .into_review()
 }
 
 /// Every object converted to `to`, or the first failure.

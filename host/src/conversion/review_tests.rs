@@ -26,7 +26,7 @@ fn review(objects: Vec<Value>) -> ConversionReview {
 
 /// What the API server reads: the review as JSON.
 fn answered(objects: Vec<Value>, convert: &ConvertFn) -> Value {
-    serde_json::to_value(answer(review(objects), convert)).unwrap()
+    serde_json::to_value(answer(review(objects), convert).0).unwrap()
 }
 
 /// A correct converter: `spec.size` becomes `spec.count`.
@@ -200,7 +200,7 @@ fn a_review_without_a_request_is_invalid() {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
     }))
     .unwrap();
-    let answer = serde_json::to_value(super::answer(review, &rename)).unwrap();
+    let answer = serde_json::to_value(super::answer(review, &rename).0).unwrap();
     assert_eq!(answer["response"]["result"]["status"], "Failure");
     assert_eq!(
         answer["response"]["result"]["message"],

@@ -53,7 +53,7 @@ async fn convert(
         Ok(review) => review,
         Err(e) => {
             tracing::warn!(error = %e, "a request to /convert that is not a ConversionReview");
-            observer("BadRequest");
+            observer(review::BAD_REQUEST);
             return (
                 StatusCode::BAD_REQUEST,
                 format!("not a ConversionReview: {e}"),
@@ -71,36 +71,26 @@ async fn convert(
     };
     let started = Instant::now();
     let answer = tokio::task::spawn_blocking(move || review::answer(review, &*converter)).await;
-    let answer = answer.unwrap_or_else(|e| {
+    let (answer, outcome) = answer.unwrap_or_else(|e| {
         // A panicking converter: still an answer the API server can show.
-        let status = Status::failure(&format!("the converter failed: {e}"), "ConversionFailed");
+        const FAILED: &str = "ConversionFailed";
+        let status = Status::failure(&format!("the converter failed: {e}"), FAILED);
         let mut response = ConversionResponse::invalid(status);
         response.uid = uid.clone();
-        response.into_review()
+        (response.into_review(), FAILED)
     });
     let elapsed_ms = started.elapsed().as_millis() as u64;
     match answer.response.as_ref().map(|r| &r.result) {
         Some(result) if result.is_failure() => {
             tracing::warn!(%uid, %to, count, elapsed_ms, message = %result.message, "conversion failed");
-            observer(static_reason(&result.reason));
         }
-        _ => {
-            tracing::debug!(%uid, %to, count, elapsed_ms, "converted");
-            observer("success");
-        }
+        _ => tracing::debug!(%uid, %to, count, elapsed_ms, "converted"),
     }
+    observer(outcome);
     match serde_json::to_vec(&answer) {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
-}
-
-/// A failed review's reason as one of the few values a metric label may take.
-fn static_reason(reason: &str) -> &'static str {
-    ["ConverterFailed", "ConversionInvalid", "BadRequest"]
-        .into_iter()
-        .find(|known| *known == reason)
-        .unwrap_or("ConversionFailed")
 }
 
 #[cfg(test)]
