@@ -15,6 +15,7 @@ pub mod kind;
 pub mod migrate;
 pub mod plan;
 pub mod platform;
+pub mod related;
 pub mod render;
 pub mod source;
 pub mod telemetry;

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{OutputFormat, RenderArgs};
 use crate::guest::{Module, Request, Runtime};
+use crate::related::related_from;
 use crate::validate::{Rules, validate};
 
 pub fn render(args: &RenderArgs, out: &mut impl Write) -> anyhow::Result<()> {
@@ -41,10 +42,14 @@ pub fn render(args: &RenderArgs, out: &mut impl Write) -> anyhow::Result<()> {
         }
         .map_err(Into::into);
     }
+    let available = match &args.related {
+        Some(path) => read_documents(path)?,
+        None => Vec::new(),
+    };
     let request = Request {
         parent: parent.to_string(),
         children: observed.iter().map(Value::to_string).collect(),
-        related: Vec::new(),
+        related: related_from(&module, &tag, &parent, &available)?,
         finalizing: args.finalizing,
     };
     let answer = module.call(&tag, &request)?;

@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | `parent.yaml` | the parent object |
 //! | `observed.yaml` | optional: the observed children, multi-document YAML |
+//! | `related.yaml` | optional: objects available as related objects, multi-document YAML; those the module's `related` selects for the parent (matched as the controller matches its caches, in the parent's namespace) reach `reconcile` |
 //! | `expected.yaml` | the desired children, multi-document YAML (absent: no children) |
 //! | `expected-status.yaml` | the status object (absent: the guest must answer no status) |
 //! | `expected-error.txt` | instead of the two above: a substring of the error the guest must return |

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::diff::difference;
 use super::{check_error, expected_error};
 use crate::guest::{Module, Request};
+use crate::related::{RelatedError, related_from};
 use crate::render::read_documents;
 use crate::validate::{Rules, validate};
 
@@ -16,6 +17,8 @@ use crate::validate::{Rules, validate};
 pub(super) struct ReconcileCase {
     parent: Value,
     observed: Vec<Value>,
+    /// The objects available as related objects (`related.yaml`).
+    related: Vec<Value>,
     expected: Expected,
 }
 
@@ -50,6 +53,7 @@ impl ReconcileCase {
         Ok(ReconcileCase {
             parent,
             observed: optional_documents(&dir.join("observed.yaml"))?,
+            related: optional_documents(&dir.join("related.yaml"))?,
             expected,
         })
     }
@@ -63,10 +67,16 @@ impl ReconcileCase {
             "{namespace}/{}",
             self.parent["metadata"]["name"].as_str().unwrap_or("?")
         );
+        let related = match related_from(module, &tag, &self.parent, &self.related) {
+            Ok(related) => related,
+            // A guest error from `related` is the guest's answer, as one from `reconcile` is.
+            Err(RelatedError::Guest(e)) => return self.unanswered(e),
+            Err(other) => return Err(other.to_string()),
+        };
         let request = Request {
             parent: self.parent.to_string(),
             children: self.observed.iter().map(Value::to_string).collect(),
-            related: Vec::new(),
+            related,
             finalizing: false,
         };
         let result = module.call(&tag, &request);
@@ -96,6 +106,16 @@ impl ReconcileCase {
                     .map(drop)
                     .map_err(|e| e.to_string())
             }
+        }
+    }
+}
+
+impl ReconcileCase {
+    /// The verdict on a case whose guest failed before it answered.
+    fn unanswered(&self, error: crate::guest::GuestError) -> Result<(), String> {
+        match &self.expected {
+            Expected::Error(want) => check_error(want, Err(error)),
+            Expected::Answer { .. } => Err(error.to_string()),
         }
     }
 }

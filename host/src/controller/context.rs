@@ -15,6 +15,7 @@ use kube::{Api, Client};
 use super::applied::AppliedChildren;
 use super::backoff::Backoff;
 use super::health::ReconcilerHealth;
+use super::related::Related;
 use super::shadow::Shadow;
 use super::{MANAGER, Settings};
 use crate::guest::Module;
@@ -61,6 +62,8 @@ pub struct Context {
     /// The cache of every parent this reconciler watches.
     pub parents: Store<DynamicObject>,
     pub children: Vec<ChildKind>,
+    /// The kinds parents may read, their caches and each parent's selection.
+    pub related: Related,
     pub rules: Rules,
     pub recorder: Recorder,
     pub finalizer: Option<String>,
@@ -118,6 +121,7 @@ impl Context {
             });
             writers.push(writer);
         }
+        let related = Related::discover(&client, &settings.related).await?;
         let reporter = Reporter {
             controller: MANAGER.into(),
             instance: std::env::var("POD_NAME").ok(),
@@ -128,6 +132,7 @@ impl Context {
             parent,
             parents: parent_writer.as_reader(),
             children,
+            related,
             rules: Rules::new(Some(settings.children.clone())),
             finalizer: settings.finalizer.clone(),
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_secs(300)),
@@ -185,7 +190,7 @@ impl Context {
     }
 }
 
-async fn resolve(client: &Client, gvk: &Gvk) -> Result<ResolvedKind, DiscoveryError> {
+pub(super) async fn resolve(client: &Client, gvk: &Gvk) -> Result<ResolvedKind, DiscoveryError> {
     let key = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
     let (resource, caps) =
         pinned_kind(client, &key)

@@ -39,6 +39,15 @@ pub async fn drive(
         let stream = watch_cache(&ctx, child, writer, selector.clone(), listed);
         child_streams.push((stream, child.resource.clone()));
     }
+    // The related caches gate the parent watch like the child caches: a reconcile never reads one
+    // before its first list.
+    let mut related_streams = Vec::new();
+    for (kind, writer) in ctx.related.writers() {
+        let listed = Listed::new();
+        children_listed.push(listed.clone());
+        let stream = watch_cache(&ctx, kind, writer, watcher::Config::default(), listed);
+        related_streams.push((stream, kind.resource.clone()));
+    }
     let all_children_listed = {
         let children_listed = children_listed.clone();
         async move { futures::future::join_all(children_listed.iter().map(Listed::wait)).await }
@@ -75,6 +84,15 @@ pub async fn drive(
             .graceful_shutdown_on(shutdown);
     for (stream, resource) in child_streams {
         controller = controller.owns_stream_with(stream, resource);
+    }
+    for (stream, resource) in related_streams {
+        let weak = Arc::downgrade(&ctx);
+        let mapper = move |object| {
+            let ctx = weak.upgrade();
+            ctx.map(|ctx| ctx.parents_selecting(&object))
+                .unwrap_or_default()
+        };
+        controller = controller.watches_stream_with(stream, mapper, resource);
     }
     controller
         .run(reconcile::reconcile, reconcile::error_policy, ctx)

@@ -2,6 +2,7 @@
 //! of a Warning Event, and a label of the error metric.
 
 use crate::guest::GuestError;
+use crate::related::SelectorError;
 use crate::validate::ValidationError;
 
 #[derive(Debug, thiserror::Error)]
@@ -10,6 +11,10 @@ pub enum ReconcileError {
     Guest(#[from] GuestError),
     #[error(transparent)]
     Invalid(#[from] ValidationError),
+    #[error("the module's `related` failed: {0}")]
+    Related(#[source] GuestError),
+    #[error(transparent)]
+    RelatedRefused(#[from] SelectorError),
     #[error("applying {child}: {source}")]
     Apply {
         child: String,
@@ -54,6 +59,8 @@ impl ReconcileError {
         match self {
             ReconcileError::Guest(e) => e.reason(),
             ReconcileError::Invalid(_) => "InvalidGuestOutput",
+            ReconcileError::Related(_) => "GuestRelatedFailed",
+            ReconcileError::RelatedRefused(e) => e.reason(),
             ReconcileError::Apply { .. } => "ApplyFailed",
             ReconcileError::Lookup { .. } => "ChildLookupFailed",
             ReconcileError::ChildOwnedByOther { .. } => "ChildOwnedByOther",

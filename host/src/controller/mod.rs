@@ -14,6 +14,7 @@ pub mod leader;
 mod observe;
 mod ownership;
 mod reconcile;
+mod related;
 mod shadow;
 mod status;
 pub mod swap;
@@ -60,6 +61,15 @@ pub struct RunArgs {
         required = true
     )]
     pub children: Vec<Gvk>,
+    /// A kind the guest may read as related objects, GROUP/VERSION/KIND (repeatable; env:
+    /// comma-separated). Each is watched (the host needs get, list and watch on it); a module's
+    /// selector of another kind is refused on its parent.
+    #[arg(
+        long = "related",
+        env = "RECONCILE_HOST_RELATED",
+        value_delimiter = ','
+    )]
+    pub related: Vec<Gvk>,
     /// The reconciler component (.wasm), typically a mounted ConfigMap; watched and hot-swapped.
     #[arg(long, env = "RECONCILE_HOST_MODULE", group = "module-source")]
     pub module: Option<PathBuf>,
@@ -117,6 +127,8 @@ pub struct RunArgs {
 pub struct Settings {
     pub parent: Gvk,
     pub children: Vec<Gvk>,
+    /// The kinds a module may read as related objects (separate from `children`, read-only).
+    pub related: Vec<Gvk>,
     /// Only parents (and so children) in this namespace; `None`: all namespaces.
     pub namespace: Option<String>,
     pub finalizer: Option<String>,
@@ -164,6 +176,7 @@ impl RunArgs {
         Settings {
             parent: self.parent.clone(),
             children: self.children.clone(),
+            related: self.related.clone(),
             namespace: self.namespace.clone(),
             finalizer: self.finalizer.clone(),
             concurrency: self.concurrency,

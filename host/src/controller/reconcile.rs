@@ -83,11 +83,13 @@ async fn reconcile_inner(
         .uid
         .as_deref()
         .ok_or(ReconcileError::MissingMetadata("uid"))?;
-    let observed = ctx.observe(namespace, uid);
-    let request = request(parent, &observed, finalizing);
-    let shadow_request = ctx.shadow.module().map(|_| request.clone());
     // The module that answers is the one the status names, even if a hot swap lands meanwhile.
     let module = ctx.module();
+    let related = ctx.related_objects(parent, key, uid, &module).await?;
+    let observed = ctx.observe(namespace, uid);
+    let mut request = request(parent, &observed, finalizing);
+    request.related = related;
+    let shadow_request = ctx.shadow.module().map(|_| request.clone());
     let answering = module.clone();
     let tag = key.to_string();
     // Guest calls are CPU-bound and may run up to their deadline: keep them off the async workers.

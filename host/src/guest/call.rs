@@ -35,10 +35,19 @@ impl Module {
 
     /// Calls the guest and returns its strings as they are (the benchmarks measure this part alone).
     pub fn call_raw(&self, tag: &str, request: &Request) -> Result<Response, GuestError> {
+        self.call_export(tag, |bindings, store| bindings.reconcile(store, request))
+    }
+
+    /// Runs `call` on an instance as the module's calls run: fresh, or reused in reuse mode.
+    pub(crate) fn call_export<T>(
+        &self,
+        tag: &str,
+        call: impl FnOnce(&Bindings, &mut Store<GuestState>) -> wasmtime::Result<Result<T, String>>,
+    ) -> Result<T, GuestError> {
         if self.runtime.config.reuse_instance_calls > 0 {
-            return self.call_reused(tag, request);
+            return self.call_reused(tag, call);
         }
-        self.call_fresh(tag, |bindings, store| bindings.reconcile(store, request))
+        self.call_fresh(tag, call)
     }
 
     /// Runs `call` on a fresh instance, within the deadline and the memory cap.

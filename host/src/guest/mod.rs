@@ -1,6 +1,7 @@
 //! The guest runtime: everything about running untrusted reconcile logic compiled to a WebAssembly
 //! component. One engine per process (`engine`), modules compiled once and cached on disk (`module`,
-//! `cache`), and calls that are fresh, sandboxed and bounded (`call`, `state`, `stdio`, `reuse`), with
+//! `cache`), and calls that are fresh, sandboxed and bounded (`call`, `convert`, `related`, `state`,
+//! `stdio`, `reuse`), with
 //! their memory bounded in total (`budget`).
 
 mod bindings;
@@ -12,11 +13,12 @@ mod convert;
 mod engine;
 mod error;
 mod module;
+mod related;
 mod reuse;
 mod state;
 mod stdio;
 
-pub use bindings::{Request, Response, WORLDS};
+pub use bindings::{Request, Response, Selector, WORLDS};
 pub use budget::MemoryBudget;
 pub use call::Answer;
 pub(crate) use call::json_kind;

@@ -104,6 +104,11 @@ impl Module {
     pub fn converts(&self) -> bool {
         self.linked.converts()
     }
+
+    /// Whether the module exports `related`, so that its parents get related objects.
+    pub fn relates(&self) -> bool {
+        self.linked.relates()
+    }
 }
 
 /// `sha256:<hex>` of module bytes, the identity of a module version everywhere it is shown.

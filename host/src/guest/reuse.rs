@@ -3,7 +3,7 @@
 
 use wasmtime::Store;
 
-use super::bindings::{Bindings, Request, Response};
+use super::bindings::Bindings;
 use super::call::finish;
 use super::error::GuestError;
 use super::module::Module;
@@ -17,7 +17,11 @@ pub(crate) struct WarmInstance {
 }
 
 impl Module {
-    pub(crate) fn call_reused(&self, tag: &str, request: &Request) -> Result<Response, GuestError> {
+    pub(crate) fn call_reused<T>(
+        &self,
+        tag: &str,
+        call: impl FnOnce(&Bindings, &mut Store<GuestState>) -> wasmtime::Result<Result<T, String>>,
+    ) -> Result<T, GuestError> {
         let warm = self.warm.lock().expect("warm pool poisoned").pop();
         let mut warm = match warm {
             Some(mut warm) => {
@@ -39,7 +43,7 @@ impl Module {
                 }
             }
         };
-        let result = warm.bindings.reconcile(&mut warm.store, request);
+        let result = call(&warm.bindings, &mut warm.store);
         let result = finish(&mut warm.store, self.runtime.config.deadline, result);
         warm.calls += 1;
         // A trapped instance may be in any state: drop it. A guest error string is a normal answer.

@@ -73,6 +73,7 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
     let settings = Settings {
         parent: args.parent.clone(),
         children: args.children.clone(),
+        related: Vec::new(),
         namespace: args.namespace.clone(),
         finalizer: None,
         concurrency: 1,

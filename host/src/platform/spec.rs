@@ -232,6 +232,7 @@ impl Definition {
             settings: Settings {
                 parent,
                 children,
+                related: Vec::new(),
                 namespace,
                 finalizer: spec.finalizer.clone(),
                 concurrency: spec.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),

@@ -62,6 +62,7 @@ struct Families {
     module_loads: Family<ModuleLabels, Counter>,
     active_module: Family<DigestLabels, Gauge>,
     child_applies: Family<ResultLabels, Counter>,
+    related_triggers: Family<ControllerLabels, Counter>,
     shadow_parents: Family<ResultLabels, Gauge>,
     failing_parents: Family<ControllerLabels, Gauge>,
     module_refused: Family<ControllerLabels, Gauge>,
@@ -99,6 +100,7 @@ impl Families {
             module_loads: Family::default(),
             active_module: Family::default(),
             child_applies: Family::default(),
+            related_triggers: Family::default(),
             shadow_parents: Family::default(),
             failing_parents: Family::default(),
             module_refused: Family::default(),
@@ -124,6 +126,11 @@ impl Families {
             "controller_runtime_reconcile_time_seconds",
             "Time of one reconciliation",
             f.reconcile_time.clone(),
+        );
+        registry.register(
+            "reconcile_host_related_triggers",
+            "Parents queued because an object they selected as related changed",
+            f.related_triggers.clone(),
         );
         registry.register(
             "reconcile_host_conversions",
@@ -296,6 +303,15 @@ impl Metrics {
     pub fn conversion(&self, result: &'static str) {
         let labels = self.labels(|controller| ResultLabels { controller, result });
         self.families.conversions.get_or_create(&labels).inc();
+    }
+
+    /// Counts `parents` queued by a change to an object they selected.
+    pub fn related_triggers(&self, parents: usize) {
+        let counter = self
+            .families
+            .related_triggers
+            .get_or_create(&self.controller);
+        counter.inc_by(parents as u64);
     }
 
     /// Counts a desired child: `applied`, or `skipped` as an apply that would change nothing.

@@ -1,0 +1,193 @@
+//! Related objects in the controller: the caches of the kinds the operator allows reconcilers to read
+//! (one watch each, started with the controller; none when no kind is allowed), each parent's
+//! selection (the module's `related` answer, checked, cached per parent UID, generation and module
+//! digest, so a hot swap or a spec change asks again), the objects it selects for the request, and the
+//! parents a changed object concerns, so that the change reconciles exactly those.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use kube::Client;
+use kube::core::DynamicObject;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use super::context::{Context, DiscoveryError, ResolvedKind, resolve};
+use super::error::ReconcileError;
+use crate::guest::Module;
+use crate::kind::Gvk;
+use crate::related::{RelatedSelector, check, select};
+
+/// The readable kinds, their caches, and what each parent selected.
+pub struct Related {
+    allowed: Vec<Gvk>,
+    kinds: Vec<(ResolvedKind, Store<DynamicObject>)>,
+    writers: Mutex<Vec<Writer<DynamicObject>>>,
+    /// By parent `namespace/name`.
+    selections: Mutex<HashMap<String, Selection>>,
+}
+
+/// One parent's checked selectors, valid for the parent and module they were computed for.
+struct Selection {
+    uid: String,
+    generation: Option<i64>,
+    digest: String,
+    selectors: Arc<Vec<RelatedSelector>>,
+}
+
+impl Related {
+    /// Resolves the allowed kinds against discovery (a typo fails here, with the kind named).
+    pub async fn discover(client: &Client, allowed: &[Gvk]) -> Result<Related, DiscoveryError> {
+        let mut kinds = Vec::new();
+        let mut writers = Vec::new();
+        for gvk in allowed {
+            let kind = resolve(client, gvk).await?;
+            let writer = Writer::new(kind.resource.clone());
+            kinds.push((kind, writer.as_reader()));
+            writers.push(writer);
+        }
+        Ok(Related {
+            allowed: allowed.to_vec(),
+            kinds,
+            writers: Mutex::new(writers),
+            selections: Mutex::default(),
+        })
+    }
+
+    /// Each readable kind with the writer of its cache (once; later calls get nothing).
+    pub fn writers(&self) -> Vec<(&ResolvedKind, Writer<DynamicObject>)> {
+        let writers = std::mem::take(&mut *self.writers.lock().expect("writers lock poisoned"));
+        self.kinds
+            .iter()
+            .map(|(kind, _)| kind)
+            .zip(writers)
+            .collect()
+    }
+
+    fn cached(
+        &self,
+        key: &str,
+        uid: &str,
+        generation: Option<i64>,
+        digest: &str,
+    ) -> Option<Arc<Vec<RelatedSelector>>> {
+        let selections = self.selections.lock().expect("selections lock poisoned");
+        selections
+            .get(key)
+            .filter(|s| s.uid == uid && s.generation == generation && s.digest == digest)
+            .map(|s| s.selectors.clone())
+    }
+
+    /// The cached objects `selectors` select, as JSON for the request.
+    fn objects(&self, selectors: &[RelatedSelector]) -> Vec<String> {
+        let candidates = |selector: &RelatedSelector| {
+            let Some((kind, store)) = self
+                .kinds
+                .iter()
+                .find(|(kind, _)| kind.gvk == selector.kind)
+            else {
+                return Vec::new();
+            };
+            if selector.names.is_empty() {
+                return store.state();
+            }
+            // By name: a lookup each, not a scan of every object of the kind.
+            selector
+                .names
+                .iter()
+                .filter_map(|name| {
+                    let reference = ObjectRef::new_with(name, kind.resource.clone())
+                        .within(&selector.namespace);
+                    store.get(&reference)
+                })
+                .collect()
+        };
+        select(selectors, candidates)
+            .iter()
+            .map(|object| serde_json::to_string(object.as_ref()).expect("objects serialize"))
+            .collect()
+    }
+}
+
+impl Context {
+    /// The related objects of `parent` (`key` is `namespace/name`) for `module`'s request: none, at no
+    /// cost, for a module without `related`; else its selection (cached, or asked for and checked).
+    pub async fn related_objects(
+        &self,
+        parent: &DynamicObject,
+        key: &str,
+        uid: &str,
+        module: &Arc<Module>,
+    ) -> Result<Vec<String>, ReconcileError> {
+        if !module.relates() {
+            return Ok(Vec::new());
+        }
+        let generation = parent.metadata.generation;
+        let cached = self.related.cached(key, uid, generation, module.digest());
+        let selectors = match cached {
+            Some(selectors) => selectors,
+            None => {
+                let selectors = Arc::new(self.select(parent, key, module).await?);
+                let selection = Selection {
+                    uid: uid.to_string(),
+                    generation,
+                    digest: module.digest().to_string(),
+                    selectors: selectors.clone(),
+                };
+                let mut selections = self
+                    .related
+                    .selections
+                    .lock()
+                    .expect("selections lock poisoned");
+                selections.insert(key.to_string(), selection);
+                selectors
+            }
+        };
+        Ok(self.related.objects(&selectors))
+    }
+
+    /// Calls the module's `related` for `parent` (off the async workers, like a reconcile) and checks
+    /// its selectors; either failure is counted with its reason.
+    async fn select(
+        &self,
+        parent: &DynamicObject,
+        key: &str,
+        module: &Arc<Module>,
+    ) -> Result<Vec<RelatedSelector>, ReconcileError> {
+        let (module, tag) = (module.clone(), key.to_string());
+        let text = serde_json::to_string(parent).expect("objects serialize");
+        let (answer, took) = tokio::task::spawn_blocking(move || {
+            let start = std::time::Instant::now();
+            (module.related(&tag, &text), start.elapsed())
+        })
+        .await?;
+        let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
+        let checked = answer
+            .map_err(ReconcileError::Related)
+            .and_then(|selectors| Ok(check(&selectors, namespace, Some(&self.related.allowed))?));
+        self.metrics
+            .guest_call(took, checked.as_ref().err().map(ReconcileError::reason));
+        checked
+    }
+
+    /// The parents whose cached selection selects `object`: what its change must reconcile. Entries of
+    /// parents that no longer exist are dropped on the way.
+    pub fn parents_selecting(&self, object: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
+        let mut selections = self
+            .related
+            .selections
+            .lock()
+            .expect("selections lock poisoned");
+        selections.retain(|key, _| self.parent_exists(key));
+        let parents: Vec<_> = selections
+            .iter()
+            .filter(|(_, selection)| selection.selectors.iter().any(|s| s.matches(object)))
+            .filter_map(|(key, _)| {
+                let (namespace, name) = key.split_once('/')?;
+                Some(ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace))
+            })
+            .collect();
+        self.metrics.related_triggers(parents.len());
+        parents
+    }
+}
