@@ -2,7 +2,8 @@
 //! against the same fixtures (guests/myapp/fixtures), each with a fresh instance per call and with one
 //! reused instance (where state left over from one parent would show in the next answer). The JS and
 //! Python guests are built from source on first use by their `build.sh`, like the Rust ones by cargo.
-//! The Rust guest also implements MyApp v1beta1 and `convert` (guests/myapp/fixtures-v1beta1).
+//! The Rust guest also implements MyApp v1beta1 and `convert` (guests/myapp/fixtures-v1beta1); the
+//! ConfiguredApp guest's cases carry related objects (guests/configured/fixtures).
 
 mod common;
 
@@ -40,6 +41,16 @@ fn rust_guest_conforms_to_v1beta1_and_converts_both_ways() {
         .filter(|case| case.name.starts_with("convert-"))
         .count();
     assert_eq!((report.cases.len(), conversions), (11, 8), "{report}");
+}
+
+#[test]
+fn configured_guest_gets_the_related_objects_its_selector_matches() {
+    let fixtures = common::guests::repo_root().join("guests/configured/fixtures");
+    let config = RuntimeConfig::default();
+    for config in [config.clone(), config.reuse_instance_calls(100)] {
+        let report = assert_conforms_to(&fixtures, &component("guest_configured"), config);
+        assert_eq!(report.cases.len(), 4, "{report}");
+    }
 }
 
 #[test]
