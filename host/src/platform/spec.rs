@@ -86,6 +86,9 @@ pub struct Spec {
     pub parent: KindRef,
     #[serde(default)]
     pub children: Vec<KindRef>,
+    /// The kinds the module may read as related objects (read-only; none: it reads nothing).
+    #[serde(default)]
+    pub related: Vec<KindRef>,
     pub module: ModuleRef,
     /// A candidate module called beside `module` and never applied (see `controller::shadow`).
     #[serde(default)]
@@ -193,6 +196,11 @@ impl Definition {
         if children.is_empty() {
             return Err(SpecError::NoChildren);
         }
+        let related = spec
+            .related
+            .iter()
+            .map(|kind| gvk(kind, "related"))
+            .collect::<Result<Vec<_>, _>>()?;
         let own = key.namespace.as_deref();
         let module = config_map_ref(&spec.module, own, MODULE_FIELDS)?;
         let shadow_module = match &spec.shadow_module {
@@ -232,7 +240,7 @@ impl Definition {
             settings: Settings {
                 parent,
                 children,
-                related: Vec::new(),
+                related,
                 namespace,
                 finalizer: spec.finalizer.clone(),
                 concurrency: spec.concurrency.unwrap_or(DEFAULT_CONCURRENCY).max(1),

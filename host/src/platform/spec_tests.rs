@@ -106,6 +106,15 @@ fn malformed_specs_say_what_is_wrong() {
         Definition::read(&object(Some("a"), spec)),
         Err(SpecError::Missing("serviceAccountName"))
     );
+    let mut spec = myapp_spec();
+    spec["related"] = json!([{"apiVersion": "v1", "kind": "configmap"}]);
+    assert!(matches!(
+        Definition::read(&object(Some("a"), spec)),
+        Err(SpecError::Kind {
+            field: "related",
+            ..
+        })
+    ));
     let error = Definition::read(&object(Some("a"), json!({"parent": 3}))).unwrap_err();
     assert!(matches!(error, SpecError::Malformed(_)), "{error}");
 }
@@ -155,4 +164,20 @@ fn a_shadow_module_follows_the_module_rules() {
         Definition::read(&object(None, spec)),
         Err(SpecError::Missing("shadowModule.configMap.namespace"))
     );
+}
+
+#[test]
+fn related_kinds_are_the_reconcilers_allow_list_for_reading() {
+    let none = Definition::read(&object(Some("team-a"), myapp_spec())).unwrap();
+    assert!(none.settings.related.is_empty());
+    let mut spec = myapp_spec();
+    spec["related"] = json!([{"apiVersion": "v1", "kind": "ConfigMap"}]);
+    let definition = Definition::read(&object(Some("team-a"), spec)).unwrap();
+    let related: Vec<String> = definition
+        .settings
+        .related
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(related, ["v1/ConfigMap"]);
 }
