@@ -116,6 +116,19 @@ impl Setup {
         .await
     }
 
+    /// The message of `app`'s `Ready` condition once it says `RelatedNotAllowed`.
+    async fn refused(&self, app: &str) -> String {
+        let status = self
+            .wait_app(app, "a refused selection", |status| {
+                ready_condition(status).is_some_and(|c| c["reason"] == "RelatedNotAllowed")
+            })
+            .await;
+        ready_condition(&status).unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     fn metric(&self, metric: &str, labels: &str) -> f64 {
         let addr = self
             .host
@@ -232,15 +245,7 @@ async fn a_selector_of_another_namespace_is_refused_on_its_parent_alone() {
     )
     .await;
 
-    let refused = s
-        .wait_app("nosy", "nosy refused", |status| {
-            ready_condition(status).is_some_and(|c| c["reason"] == "RelatedNotAllowed")
-        })
-        .await;
-    let message = ready_condition(&refused).unwrap()["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let message = s.refused("nosy").await;
     assert!(
         message.contains("kube-system") && message.contains("may only read its own"),
         "{message}"
@@ -267,15 +272,7 @@ async fn a_kind_the_operator_did_not_allow_is_refused_naming_the_allow_list() {
         json!({"image": "nginx:1.27", "configMapName": "settings", "replicas": 0}),
     )
     .await;
-    let refused = s
-        .wait_app("app", "app refused", |status| {
-            ready_condition(status).is_some_and(|c| c["reason"] == "RelatedNotAllowed")
-        })
-        .await;
-    let message = ready_condition(&refused).unwrap()["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let message = s.refused("app").await;
     assert!(
         message.contains("v1/ConfigMap")
             && message.contains("allowed: none")

@@ -23,13 +23,22 @@ impl Guest for Component {
     }
 
     fn reconcile(req: Request) -> Result<Response, String> {
-        let out = crate::reconcile(&req.parent, &req.related, req.finalizing)?;
-        Ok(Response {
-            children: out.children,
-            status: out.status,
-            requeue_after_seconds: None,
-            finalized: out.finalized,
-        })
+        crate::reconcile(&req.parent, &req.related, req.finalizing).map(response)
+    }
+}
+
+/// The logic's output in the contract's shape; this guest never asks to be requeued.
+fn response(out: crate::Output) -> Response {
+    let crate::Output {
+        children,
+        status,
+        finalized,
+    } = out;
+    Response {
+        children,
+        status,
+        requeue_after_seconds: None,
+        finalized,
     }
 }
 

@@ -46,28 +46,28 @@ pub fn related(parent: &str) -> Result<Vec<Wanted>, String> {
 }
 
 pub fn reconcile(parent: &str, related: &[String], finalizing: bool) -> Result<Output, String> {
+    // Nothing to clean up: the host deletes the Deployment with its owner. Never block deletion.
     if finalizing {
+        let finalized = true;
         return Ok(Output {
-            finalized: true,
+            finalized,
             ..Output::default()
         });
     }
     let parent: Value = serde_json::from_str(parent).map_err(|e| format!("parent: {e}"))?;
-    let name = parent["metadata"]["name"]
-        .as_str()
-        .ok_or("parent has no metadata.name")?;
-    let namespace = parent["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or("default");
-    let spec = &parent["spec"];
-    let image = spec["image"]
-        .as_str()
-        .filter(|image| !image.is_empty())
-        .ok_or("spec.image is required")?;
-    let config_map = config_map_name(spec)?;
-    let replicas = match &spec["replicas"] {
-        Value::Null => 1,
-        value => value
+    let text = |pointer: &str| {
+        parent
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+    };
+    let name = text("/metadata/name").ok_or("parent has no metadata.name")?;
+    let namespace = text("/metadata/namespace").unwrap_or("default");
+    let image = text("/spec/image").ok_or("spec.image is required")?;
+    let config_map = config_map_name(&parent["spec"])?;
+    let replicas = match parent.pointer("/spec/replicas") {
+        None | Some(Value::Null) => 1,
+        Some(value) => value
             .as_i64()
             .filter(|r| (0..=100).contains(r))
             .ok_or("spec.replicas must be an integer from 0 to 100")?,
@@ -141,10 +141,12 @@ fn config_hash(config_map: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// A ConfiguredApp `team-c/shop` with `spec`.
     fn app(spec: Value) -> String {
-        json!({"apiVersion": "example.com/v1alpha1", "kind": "ConfiguredApp",
-               "metadata": {"name": "shop", "namespace": "team-c"}, "spec": spec})
-        .to_string()
+        let mut app = json!({"apiVersion": "example.com/v1alpha1", "kind": "ConfiguredApp"});
+        app["metadata"] = json!({"name": "shop", "namespace": "team-c"});
+        app["spec"] = spec;
+        app.to_string()
     }
 
     fn config_map(data: Value) -> String {

@@ -209,6 +209,16 @@ impl Bindings {
         }
     }
 
+    /// The instance and the optional exports of a 0.2.0 module (`None` for 0.1.0: it has none).
+    fn optional(&self) -> Option<(&wasmtime::component::Instance, &Optional)> {
+        match self {
+            Bindings::V0_2 {
+                instance, optional, ..
+            } => Some((instance, optional)),
+            Bindings::V0_1(_) => None,
+        }
+    }
+
     /// `None` when the module has no `convert`.
     pub(crate) fn convert(
         &self,
@@ -216,18 +226,9 @@ impl Bindings {
         object: &str,
         to_api_version: &str,
     ) -> Option<wasmtime::Result<Result<String, String>>> {
-        let Bindings::V0_2 {
-            instance, optional, ..
-        } = self
-        else {
-            return None;
-        };
-        let indices = optional.convert.as_ref()?;
-        Some(
-            indices
-                .load(&mut *store, instance)
-                .and_then(|guest| guest.call_convert(store, object, to_api_version)),
-        )
+        let (instance, optional) = self.optional()?;
+        let guest = optional.convert.as_ref()?.load(&mut *store, instance);
+        Some(guest.and_then(|guest| guest.call_convert(store, object, to_api_version)))
     }
 
     /// `None` when the module has no `related`.
@@ -236,17 +237,8 @@ impl Bindings {
         store: &mut Store<GuestState>,
         parent: &str,
     ) -> Option<wasmtime::Result<Result<Vec<Selector>, String>>> {
-        let Bindings::V0_2 {
-            instance, optional, ..
-        } = self
-        else {
-            return None;
-        };
-        let indices = optional.related.as_ref()?;
-        Some(
-            indices
-                .load(&mut *store, instance)
-                .and_then(|guest| guest.call_related(store, parent)),
-        )
+        let (instance, optional) = self.optional()?;
+        let guest = optional.related.as_ref()?.load(&mut *store, instance);
+        Some(guest.and_then(|guest| guest.call_related(store, parent)))
     }
 }
