@@ -1,6 +1,7 @@
 //! Every contract version the host serves, through the runtime: a component built against 0.1.0 runs
-//! unchanged beside 0.2.0 ones, and `convert` runs in the same sandbox as `reconcile` (its failures are
-//! the same clear errors, and the next call works).
+//! unchanged beside 0.2.0 ones, `convert` runs in the same sandbox as `reconcile` (its failures are
+//! the same clear errors, and the next call works), and so does `related`, which a module without it
+//! answers with no selectors.
 
 mod common;
 
@@ -108,4 +109,47 @@ fn a_failing_conversion_is_a_clear_error_and_the_next_one_works() {
     let converted = faults.convert(&object(None), to).unwrap();
     assert_eq!(converted["apiVersion"], to);
     assert_eq!(converted["metadata"]["uid"], "u-3");
+}
+
+#[test]
+fn related_is_an_optional_export_found_by_name() {
+    let configured = load("guest_configured");
+    assert_eq!(
+        configured.world(),
+        "reconcile:guest/relating-reconciler@0.2.0"
+    );
+    assert!(configured.relates() && !configured.converts());
+    let parent = json!({
+        "apiVersion": "example.com/v1alpha1", "kind": "ConfiguredApp",
+        "metadata": {"name": "shop", "namespace": "team-c"},
+        "spec": {"image": "nginx:1.27", "configMapName": "shop-config"}
+    });
+    let selectors = configured
+        .related("team-c/shop", &parent.to_string())
+        .unwrap();
+    let named: Vec<_> = selectors
+        .iter()
+        .map(|s| (s.api_version.as_str(), s.kind.as_str(), s.names.clone()))
+        .collect();
+    assert_eq!(
+        named,
+        [("v1", "ConfigMap", vec!["shop-config".to_string()])]
+    );
+    let refused = configured.related("team-c/shop", &json!({"spec": {}}).to_string());
+    assert!(
+        matches!(&refused, Err(GuestError::Rejected(m)) if m.contains("spec.configMapName")),
+        "{refused:?}"
+    );
+
+    // Modules without `related`, of either version, select nothing.
+    for guest in ["guest_website", "guest_myapp"] {
+        let module = load(guest);
+        assert!(!module.relates());
+        assert!(
+            module
+                .related("default/demo-app", &myapp_v1alpha1().to_string())
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

@@ -114,3 +114,32 @@ fn a_file_that_is_not_a_component_is_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a WebAssembly component"));
 }
+
+#[test]
+fn related_objects_from_a_file_are_matched_as_the_controller_matches_them() {
+    let module = component("guest_configured");
+    let case = repo_root().join("guests/configured/fixtures");
+    let hash = |case_dir: &str| {
+        let dir = case.join(case_dir);
+        let out = render(&[
+            "--module",
+            module.to_str().unwrap(),
+            "-f",
+            dir.join("parent.yaml").to_str().unwrap(),
+            "--related",
+            dir.join("related.yaml").to_str().unwrap(),
+            "-o",
+            "json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["status"]["configMap"].as_str().unwrap().to_string()
+    };
+    // The same name in another namespace is not the parent's: the guest does not get it.
+    assert_eq!(hash("found"), "Found");
+    assert_eq!(hash("not-in-namespace"), "Missing");
+}

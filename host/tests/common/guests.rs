@@ -12,7 +12,7 @@ pub fn repo_root() -> &'static Path {
 }
 
 /// `<name>.wasm` as the project builds it (`make guests`): the MyApp guest without WASI (see
-/// [`no_wasi`]), the others (`guest_faults`, `guest_website`) for `wasm32-wasip2`.
+/// [`no_wasi`]), the others (`guest_faults`, `guest_website`, `guest_configured`) for `wasm32-wasip2`.
 pub fn component(name: &str) -> PathBuf {
     if name == "guest_myapp" {
         no_wasi(name)
