@@ -191,3 +191,44 @@ impl Context {
         parents
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_selection_serves_only_its_parent_generation_and_module() {
+        let related = Related {
+            allowed: Vec::new(),
+            kinds: Vec::new(),
+            writers: Mutex::default(),
+            selections: Mutex::default(),
+        };
+        let selection = Selection {
+            uid: "uid-1".into(),
+            generation: Some(2),
+            digest: "sha256:a".into(),
+            selectors: Arc::new(Vec::new()),
+        };
+        related
+            .selections
+            .lock()
+            .unwrap()
+            .insert("ns/app".into(), selection);
+        let cached = |uid, generation, digest| {
+            related
+                .cached("ns/app", uid, Some(generation), digest)
+                .is_some()
+        };
+        assert!(cached("uid-1", 2, "sha256:a"));
+        assert!(
+            !cached("uid-1", 3, "sha256:a"),
+            "a spec change must ask again"
+        );
+        assert!(!cached("uid-1", 2, "sha256:b"), "a hot swap must ask again");
+        assert!(
+            !cached("uid-2", 2, "sha256:a"),
+            "a recreated parent must ask again"
+        );
+    }
+}
