@@ -67,13 +67,25 @@ fn myapp_variant(dir: &'static OnceLock<PathBuf>, feature: &str) -> PathBuf {
 /// The JavaScript MyApp guest (guests/myapp-js), built once per process by its `build.sh`.
 pub fn myapp_js() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| build_script("myapp-js", "js")).clone()
+    PATH.get_or_init(|| build_script("myapp-js")).clone()
 }
 
 /// The Python MyApp guest (guests/myapp-python), built once per process by its `build.sh`.
 pub fn myapp_python() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| build_script("myapp-python", "python"))
+    PATH.get_or_init(|| build_script("myapp-python")).clone()
+}
+
+/// The JavaScript ConfiguredApp guest (guests/configured-js, contract 0.2.0 with `related`).
+pub fn configured_js() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| build_script("configured-js")).clone()
+}
+
+/// The Python ConfiguredApp guest (guests/configured-python, contract 0.2.0 with `related`).
+pub fn configured_python() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| build_script("configured-python"))
         .clone()
 }
 
@@ -134,10 +146,12 @@ fn build(target_dir: &Path, target: Target, extra: &[&str]) -> PathBuf {
 /// What `make guests` passes too: link `wasm32-unknown-unknown` cdylibs into components.
 const NO_WASI_LINKER: &str = r#"target.wasm32-unknown-unknown.linker="wasm-component-ld""#;
 
-/// Runs `guests/<guest>/build.sh` into `<guest target dir>/<lang>/myapp.wasm`. The script installs its
-/// toolchain into a cache outside the repo and skips an unchanged guest.
-fn build_script(guest: &str, lang: &str) -> PathBuf {
-    let out = guest_target_dir().join(lang).join("myapp.wasm");
+/// Runs `guests/<guest>/build.sh` into `<guest target dir>/scripted/<guest>.wasm`. The script installs
+/// its toolchain into a cache outside the repo and skips an unchanged guest.
+fn build_script(guest: &str) -> PathBuf {
+    let out = guest_target_dir()
+        .join("scripted")
+        .join(format!("{guest}.wasm"));
     let script = repo_root().join("guests").join(guest).join("build.sh");
     let status = Command::new("bash")
         .arg(&script)

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# Builds the JavaScript ConfiguredApp guest (contract 0.2.0, world relating-reconciler):   build.sh OUT.wasm
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+exec "$here/../toolchain/js/componentize.sh" configured-js "$here/configured.js" "$here/../../wit" relating-reconciler "${1:?usage: build.sh OUT.wasm}"
