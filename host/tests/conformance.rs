@@ -1,9 +1,9 @@
 //! One conformance suite for reconcilers in any language: the MyApp guests in Rust, JavaScript and Python
-//! against the same fixtures (guests/myapp/fixtures), each with a fresh instance per call and with one
+//! against the same fixtures (guests/myapp/fixtures), and so the ConfiguredApp guests (contract 0.2.0,
+//! related objects: guests/configured/fixtures), each with a fresh instance per call and with one
 //! reused instance (where state left over from one parent would show in the next answer). The JS and
 //! Python guests are built from source on first use by their `build.sh`, like the Rust ones by cargo.
-//! The Rust guest also implements MyApp v1beta1 and `convert` (guests/myapp/fixtures-v1beta1); the
-//! ConfiguredApp guest's cases carry related objects (guests/configured/fixtures).
+//! The Rust guest also implements MyApp v1beta1 and `convert` (guests/myapp/fixtures-v1beta1).
 
 mod common;
 
@@ -13,7 +13,9 @@ use std::process::Command;
 use common::conformance::{
     assert_conforms, assert_conforms_to, myapp_fixtures, myapp_v1beta1_fixtures,
 };
-use common::guests::{artifact_cache, component, myapp_js, myapp_python};
+use common::guests::{
+    artifact_cache, component, configured_js, configured_python, myapp_js, myapp_python,
+};
 use reconcile_host::guest::RuntimeConfig;
 
 /// Both call modes, with the compiled artifact cached across test runs.
@@ -43,14 +45,29 @@ fn rust_guest_conforms_to_v1beta1_and_converts_both_ways() {
     assert_eq!((report.cases.len(), conversions), (11, 8), "{report}");
 }
 
+/// The ConfiguredApp guests in Rust, JavaScript and Python, fresh and reused, against one set of cases.
+fn assert_configured_conforms(component: &Path) {
+    let fixtures = common::guests::repo_root().join("guests/configured/fixtures");
+    let config = RuntimeConfig::default().cache_dir(Some(artifact_cache()));
+    for config in [config.clone(), config.reuse_instance_calls(100)] {
+        let report = assert_conforms_to(&fixtures, component, config);
+        assert_eq!(report.cases.len(), 5, "{report}");
+    }
+}
+
 #[test]
 fn configured_guest_gets_the_related_objects_its_selector_matches() {
-    let fixtures = common::guests::repo_root().join("guests/configured/fixtures");
-    let config = RuntimeConfig::default();
-    for config in [config.clone(), config.reuse_instance_calls(100)] {
-        let report = assert_conforms_to(&fixtures, &component("guest_configured"), config);
-        assert_eq!(report.cases.len(), 4, "{report}");
-    }
+    assert_configured_conforms(&component("guest_configured"));
+}
+
+#[test]
+fn javascript_configured_guest_selects_and_reads_related_objects_as_the_rust_one() {
+    assert_configured_conforms(&configured_js());
+}
+
+#[test]
+fn python_configured_guest_selects_and_reads_related_objects_as_the_rust_one() {
+    assert_configured_conforms(&configured_python());
 }
 
 #[test]
