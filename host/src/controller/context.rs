@@ -15,6 +15,7 @@ use kube::{Api, Client};
 use super::applied::AppliedChildren;
 use super::backoff::Backoff;
 use super::health::ReconcilerHealth;
+use super::selection::{Selection, SelectionError};
 use super::shadow::Shadow;
 use super::{MANAGER, Settings};
 use crate::guest::Module;
@@ -50,14 +51,18 @@ pub struct ChildKind {
 pub enum DiscoveryError {
     #[error("kind {gvk} is not served by the API server: {reason}")]
     NotServed { gvk: Gvk, reason: String },
-    #[error("kind {0} is cluster-scoped; reconcile-host manages namespaced parents and children")]
+    #[error("child kind {0} is cluster-scoped; reconcile-host manages namespaced children only")]
     ClusterScoped(Gvk),
+    #[error(transparent)]
+    Selection(#[from] SelectionError),
 }
 
 pub struct Context {
     /// Every read, watch and write of this reconciler (in `serve`, impersonating its ServiceAccount).
     pub client: Client,
     pub parent: ResolvedKind,
+    /// Whether parents are cluster-scoped: their children's ownerReferences then name no namespace.
+    pub cluster_scoped: bool,
     /// The cache of every parent this reconciler watches.
     pub parents: Store<DynamicObject>,
     pub children: Vec<ChildKind>,
@@ -74,6 +79,8 @@ pub struct Context {
     pub resync_period: Option<Duration>,
     /// Whether a parent may adopt an object nothing controls (see `ownership`).
     pub adopt_orphans: bool,
+    /// Which parents it takes and where their children may live.
+    pub selection: Selection,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `parents` and `children[i].store`.
@@ -82,12 +89,14 @@ pub struct Context {
 }
 
 impl Context {
-    /// Whether the parent `namespace/name` is in the parent cache.
+    /// Whether the parent `namespace/name` (`name` if cluster-scoped) is in the parent cache.
     pub fn parent_exists(&self, key: &str) -> bool {
-        let Some((namespace, name)) = key.split_once('/') else {
-            return false;
+        let reference = match key.split_once('/') {
+            Some((namespace, name)) => {
+                ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace)
+            }
+            None => ObjectRef::new_with(key, self.parent.resource.clone()),
         };
-        let reference = ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace);
         self.parents.get(&reference).is_some()
     }
 
@@ -105,12 +114,18 @@ impl Context {
         module: Arc<Module>,
         metrics: Metrics,
     ) -> Result<Context, DiscoveryError> {
-        let parent = resolve(&client, &settings.parent).await?;
+        let (parent, scope) = resolve(&client, &settings.parent).await?;
+        let cluster_scoped = scope == Scope::Cluster;
+        let namespace = settings.namespace.as_deref();
+        (settings.selection).check(&settings.parent, cluster_scoped, namespace)?;
         let parent_writer = Writer::new(parent.resource.clone());
         let mut children = Vec::new();
         let mut writers = Vec::new();
         for gvk in &settings.children {
-            let kind = resolve(&client, gvk).await?;
+            let (kind, scope) = resolve(&client, gvk).await?;
+            if scope != Scope::Namespaced {
+                return Err(DiscoveryError::ClusterScoped(gvk.clone()));
+            }
             let writer = Writer::new(kind.resource.clone());
             children.push(ChildKind {
                 kind,
@@ -126,6 +141,7 @@ impl Context {
             recorder: Recorder::new(event_client, reporter),
             client,
             parent,
+            cluster_scoped,
             parents: parent_writer.as_reader(),
             children,
             rules: Rules::new(Some(settings.children.clone())),
@@ -138,6 +154,7 @@ impl Context {
             concurrency: settings.concurrency,
             resync_period: settings.resync_period,
             adopt_orphans: settings.adopt_orphans,
+            selection: settings.selection.clone(),
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),
@@ -183,9 +200,18 @@ impl Context {
     pub fn api(&self, kind: &ResolvedKind, namespace: &str) -> Api<DynamicObject> {
         Api::namespaced_with(self.client.clone(), namespace, &kind.resource)
     }
+
+    /// The parent kind where `parent` lives: its namespace, or the cluster.
+    pub fn parent_api(&self, parent: &DynamicObject) -> Api<DynamicObject> {
+        match &parent.metadata.namespace {
+            Some(namespace) => self.api(&self.parent, namespace),
+            None => Api::all_with(self.client.clone(), &self.parent.resource),
+        }
+    }
 }
 
-async fn resolve(client: &Client, gvk: &Gvk) -> Result<ResolvedKind, DiscoveryError> {
+/// The kind as the API server serves it, and whether its objects are namespaced.
+async fn resolve(client: &Client, gvk: &Gvk) -> Result<(ResolvedKind, Scope), DiscoveryError> {
     let key = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
     let (resource, caps) =
         pinned_kind(client, &key)
@@ -194,11 +220,9 @@ async fn resolve(client: &Client, gvk: &Gvk) -> Result<ResolvedKind, DiscoveryEr
                 gvk: gvk.clone(),
                 reason: e.to_string(),
             })?;
-    if caps.scope != Scope::Namespaced {
-        return Err(DiscoveryError::ClusterScoped(gvk.clone()));
-    }
-    Ok(ResolvedKind {
+    let kind = ResolvedKind {
         gvk: gvk.clone(),
         resource,
-    })
+    };
+    Ok((kind, caps.scope))
 }

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedReceiver;
 use futures::{FutureExt, Stream, StreamExt};
+use kube::api::ApiResource;
+use kube::core::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 
 use super::context::Context;
@@ -74,7 +77,8 @@ pub async fn drive(
             .reconcile_all_on(with_resync(reconcile_all, ctx.resync_period))
             .graceful_shutdown_on(shutdown);
     for (stream, resource) in child_streams {
-        controller = controller.owns_stream_with(stream, resource);
+        let owners = owners(ctx.parent.resource.clone(), ctx.cluster_scoped);
+        controller = controller.watches_stream_with(stream, owners, resource);
     }
     controller
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
@@ -84,6 +88,25 @@ pub async fn drive(
             }
         })
         .await;
+}
+
+/// The parents a child's ownerReferences name. kube-runtime's `owns` gives every owner the child's
+/// namespace, which finds no cluster-scoped parent in the cache: such an owner is named without one.
+fn owners(
+    parent: ApiResource,
+    cluster_scoped: bool,
+) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
+    move |child| {
+        let namespace = child
+            .metadata
+            .namespace
+            .as_deref()
+            .filter(|_| !cluster_scoped);
+        let references = child.metadata.owner_references.iter().flatten();
+        references
+            .filter_map(|owner| ObjectRef::from_owner_ref(namespace, owner, parent.clone()))
+            .collect()
+    }
 }
 
 /// `reconcile_all`, and a tick every `period` if there is one: a safety net that re-runs every parent

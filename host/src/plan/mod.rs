@@ -78,6 +78,7 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         concurrency: 1,
         resync_period: None,
         adopt_orphans: args.adopt_orphans,
+        selection: Default::default(),
     };
     // The controller's context, never started: its caches stay empty, so every lookup is a GET.
     let ctx = Context::discover(

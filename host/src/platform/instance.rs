@@ -183,7 +183,7 @@ impl Run {
             .await;
             match discovered {
                 Ok(ctx) => break Arc::new(ctx),
-                Err(e @ DiscoveryError::ClusterScoped(_)) => {
+                Err(e @ (DiscoveryError::ClusterScoped(_) | DiscoveryError::Selection(_))) => {
                     return self
                         .report(Report::not_ready("InvalidSpec", e.to_string()))
                         .await;

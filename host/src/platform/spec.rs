@@ -239,6 +239,7 @@ impl Definition {
                 resync_period: None,
                 // The host's `--adopt-orphans`, likewise.
                 adopt_orphans: false,
+                selection: Default::default(),
             },
             module,
             shadow_module,
