@@ -1,21 +1,21 @@
 //! End to end on the real control plane: the namespace decorator (guests/namespace-decorator) run by
 //! reconcile-host as a decorator of Namespaces (`--parent-selector`), and of a cluster-scoped custom
-//! kind whose children live in the namespaces the host allows (`--child-namespace`).
+//! kind whose children live in the namespaces the host allows (`--child-namespace`,
+//! `--child-namespace-selector`).
 //!
 //! Each test selects on a `team` value of its own: the host watches every Namespace of the shared
 //! cluster, and takes only the ones its selector matches.
 
 mod common;
 
-use k8s_openapi::api::core::v1::{Namespace, ResourceQuota};
+use k8s_openapi::api::core::v1::ResourceQuota;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
+use common::decorator::{label, namespaces, quota_owner, wait_children_gone};
 use common::events::wait_event;
 use common::guests::{component, repo_root};
 use common::host::HostProcess;
@@ -36,54 +36,6 @@ fn start_host(cluster: &TestCluster, parent: &str, team: &str, extra: &[&str]) -
     args.extend(["--module", module.to_str().unwrap()]);
     args.extend_from_slice(extra);
     HostProcess::start(cluster.kubeconfig_path(), &args)
-}
-
-/// Merge-patches the labels and annotations of the cluster-scoped object `name`.
-async fn label(api: &Api<DynamicObject>, name: &str, metadata: serde_json::Value) {
-    api.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "metadata": metadata })),
-    )
-    .await
-    .unwrap();
-}
-
-fn namespaces(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &ApiResource::erase::<Namespace>(&()))
-}
-
-/// The controller ownerReference of the decorator's quota in `namespace`, once it exists.
-async fn quota_owner(client: &Client, namespace: &str) -> (String, String) {
-    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), namespace);
-    let quota = wait_for(&format!("team-quota in {namespace}"), || {
-        let quotas = quotas.clone();
-        async move { quotas.get_opt("team-quota").await.ok().flatten() }
-    })
-    .await;
-    let owner = quota
-        .metadata
-        .owner_references
-        .unwrap_or_default()
-        .into_iter()
-        .find(|o| o.controller == Some(true))
-        .expect("the quota has a controller ownerReference");
-    (format!("{}/{}", owner.kind, owner.name), owner.uid)
-}
-
-/// Waits until `namespace` holds neither of the decorator's children.
-async fn wait_children_gone(client: &Client, namespace: &str) {
-    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), namespace);
-    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), namespace);
-    wait_for(&format!("no decorator children in {namespace}"), || {
-        let (quotas, policies) = (quotas.clone(), policies.clone());
-        async move {
-            let quota = quotas.get_opt("team-quota").await.ok()?;
-            let policy = policies.get_opt("team-isolation").await.ok()?;
-            (quota.is_none() && policy.is_none()).then_some(())
-        }
-    })
-    .await;
 }
 
 #[tokio::test]
@@ -231,8 +183,18 @@ async fn a_cluster_scoped_parent_owns_children_in_allowed_namespaces_only() {
     let team = cluster.namespace("tenant-team").await.unwrap();
     let allowed = cluster.namespace("tenant-allowed").await.unwrap();
     let other = cluster.namespace("tenant-other").await.unwrap();
+    let labelled = cluster.namespace("tenant-labelled").await.unwrap();
+    let label_value = json!({"labels": {"tenant-e2e": team}});
+    label(&namespaces(&client), &labelled, label_value).await;
     let parent = "example.com/v1alpha1/Tenant";
-    let _host = start_host(cluster, parent, &team, &["--child-namespace", &allowed]);
+    let namespace_selector = format!("tenant-e2e={team}");
+    let extra = [
+        "--child-namespace",
+        &allowed,
+        "--child-namespace-selector",
+        &namespace_selector,
+    ];
+    let _host = start_host(cluster, parent, &team, &extra);
 
     let api = tenants(&client);
     let tenant = |name: &str, namespace: &str| -> DynamicObject {
@@ -244,6 +206,7 @@ async fn a_cluster_scoped_parent_owns_children_in_allowed_namespaces_only() {
         .unwrap()
     };
     let (good, bad) = (format!("{team}-good"), format!("{team}-bad"));
+    let by_label = format!("{team}-by-label");
     let created = api
         .create(&Default::default(), &tenant(&good, &allowed))
         .await
@@ -251,6 +214,14 @@ async fn a_cluster_scoped_parent_owns_children_in_allowed_namespaces_only() {
     api.create(&Default::default(), &tenant(&bad, &other))
         .await
         .unwrap();
+    let selected = api
+        .create(&Default::default(), &tenant(&by_label, &labelled))
+        .await
+        .unwrap();
+    assert_eq!(
+        quota_owner(&client, &labelled).await,
+        (format!("Tenant/{by_label}"), selected.metadata.uid.unwrap())
+    );
 
     assert_eq!(
         quota_owner(&client, &allowed).await,
@@ -260,7 +231,7 @@ async fn a_cluster_scoped_parent_owns_children_in_allowed_namespaces_only() {
     let note = refused.message.unwrap_or_default();
     assert!(
         note.contains(&format!(
-            "namespace `{other}`, which is not allowed (--child-namespace {allowed})"
+            "namespace `{other}`, which is not allowed (--child-namespace {allowed} or --child-namespace-selector {namespace_selector})"
         )),
         "{note}"
     );
@@ -270,5 +241,9 @@ async fn a_cluster_scoped_parent_owns_children_in_allowed_namespaces_only() {
         .await
         .unwrap();
     wait_children_gone(&client, &allowed).await;
-    api.delete(&bad, &DeleteParams::background()).await.unwrap();
+    for name in [bad, by_label] {
+        api.delete(&name, &DeleteParams::background())
+            .await
+            .unwrap();
+    }
 }

@@ -17,7 +17,7 @@ impl Guest for Component {
             emit(Level::Info, message);
         }
         Ok(Response {
-            children: out.children,
+            children: out.children.iter().map(ToString::to_string).collect(),
             status: out.status,
             requeue_after_seconds: None,
             finalized: out.finalized,

@@ -23,7 +23,7 @@ pub const NAMESPACE_ANNOTATION: &str = "namespace-decorator.example.com/namespac
 /// The desired children (JSON objects), status, and a line for the host's log.
 #[derive(Debug, Default, PartialEq)]
 pub struct Output {
-    pub children: Vec<String>,
+    pub children: Vec<Value>,
     pub status: Option<String>,
     pub finalized: bool,
     pub log: Option<String>,
@@ -65,7 +65,7 @@ pub fn reconcile(parent: &str, finalizing: bool) -> Result<Output, String> {
         },
     });
     Ok(Output {
-        children: [quota, policy].iter().map(Value::to_string).collect(),
+        children: vec![quota, policy],
         status: Some(json!({"team": team}).to_string()),
         ..Output::default()
     })
@@ -81,21 +81,14 @@ mod tests {
         .to_string()
     }
 
-    fn children(out: &Output) -> Vec<Value> {
-        out.children
-            .iter()
-            .map(|c| serde_json::from_str(c).unwrap())
-            .collect()
-    }
-
     #[test]
     fn a_team_namespace_gets_a_quota_and_a_network_policy_in_itself() {
         let out = reconcile(&namespace(json!({"team": "pay"}), json!({})), false).unwrap();
-        let children = children(&out);
+        let children = &out.children;
         assert_eq!(children.len(), 2);
         assert_eq!(children[0]["kind"], "ResourceQuota");
         assert_eq!(children[1]["kind"], "NetworkPolicy");
-        for child in &children {
+        for child in children {
             assert_eq!(child["metadata"]["namespace"], "payments");
         }
         let from = &children[1]["spec"]["ingress"][0]["from"][0];
@@ -106,7 +99,7 @@ mod tests {
     fn the_annotation_moves_the_children() {
         let annotations = json!({NAMESPACE_ANNOTATION: "elsewhere"});
         let out = reconcile(&namespace(json!({"team": "pay"}), annotations), false).unwrap();
-        assert_eq!(children(&out)[0]["metadata"]["namespace"], "elsewhere");
+        assert_eq!(out.children[0]["metadata"]["namespace"], "elsewhere");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ApiResource;
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
@@ -21,7 +22,7 @@ use super::{MANAGER, Settings};
 use crate::guest::Module;
 use crate::kind::Gvk;
 use crate::telemetry::Metrics;
-use crate::validate::Rules;
+use crate::validate::{Placement, Rules};
 
 /// A kind as given on the command line, resolved against the API server's discovery.
 #[derive(Clone, Debug)]
@@ -66,6 +67,8 @@ pub struct Context {
     /// The cache of every parent this reconciler watches.
     pub parents: Store<DynamicObject>,
     pub children: Vec<ChildKind>,
+    /// The cluster's Namespaces, for `--child-namespace-selector` (empty without it).
+    pub namespaces: Store<DynamicObject>,
     pub rules: Rules,
     pub recorder: Recorder,
     pub finalizer: Option<String>,
@@ -85,6 +88,7 @@ pub struct Context {
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `parents` and `children[i].store`.
     parent_writer: std::sync::Mutex<Option<Writer<DynamicObject>>>,
+    namespace_writer: std::sync::Mutex<Option<Writer<DynamicObject>>>,
     writers: std::sync::Mutex<Vec<Writer<DynamicObject>>>,
 }
 
@@ -133,6 +137,7 @@ impl Context {
             });
             writers.push(writer);
         }
+        let namespace_writer = Writer::new(ApiResource::erase::<Namespace>(&()));
         let reporter = Reporter {
             controller: MANAGER.into(),
             instance: std::env::var("POD_NAME").ok(),
@@ -144,6 +149,7 @@ impl Context {
             cluster_scoped,
             parents: parent_writer.as_reader(),
             children,
+            namespaces: namespace_writer.as_reader(),
             rules: Rules::new(Some(settings.children.clone())),
             finalizer: settings.finalizer.clone(),
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_secs(300)),
@@ -158,6 +164,9 @@ impl Context {
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),
+            namespace_writer: std::sync::Mutex::new(
+                (settings.selection.watches_namespaces()).then_some(namespace_writer),
+            ),
             writers: std::sync::Mutex::new(writers),
         })
     }
@@ -181,6 +190,17 @@ impl Context {
             .lock()
             .expect("writers lock poisoned")
             .take()
+    }
+
+    /// The writer of the Namespace cache, if the selection needs one (once; later calls get nothing).
+    pub fn namespace_writer(&self) -> Option<Writer<DynamicObject>> {
+        let mut writer = self.namespace_writer.lock().expect("writers lock poisoned");
+        writer.take()
+    }
+
+    /// Where the children of `parent` may live.
+    pub fn placement(&self, parent: &DynamicObject) -> Placement {
+        self.selection.placement(parent, &self.namespaces.state())
     }
 
     /// Each child kind with the writer of its cache (once; later calls get nothing).

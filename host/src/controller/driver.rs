@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedReceiver;
 use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ApiResource;
 use kube::core::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 
-use super::context::Context;
+use super::context::{Context, ResolvedKind};
 use super::sync::{Listed, watch_cache};
 use super::{MANAGED_BY_LABEL, MANAGER, reconcile};
 
@@ -42,6 +43,17 @@ pub async fn drive(
         let stream = watch_cache(&ctx, child, writer, selector.clone(), listed);
         child_streams.push((stream, child.resource.clone()));
     }
+    // The Namespace cache of `--child-namespace-selector`: listed before any parent is reconciled,
+    // like the child caches. Its changes trigger no parent: a namespace is checked when a child goes there.
+    let namespace_stream = ctx.namespace_writer().map(|writer| {
+        let listed = Listed::new();
+        children_listed.push(listed.clone());
+        let kind = ResolvedKind {
+            gvk: "v1/Namespace".parse().expect("a valid kind"),
+            resource: ApiResource::erase::<Namespace>(&()),
+        };
+        watch_cache(&ctx, &kind, writer, watcher::Config::default(), listed)
+    });
     let all_children_listed = {
         let children_listed = children_listed.clone();
         async move { futures::future::join_all(children_listed.iter().map(Listed::wait)).await }
@@ -79,6 +91,10 @@ pub async fn drive(
     for (stream, resource) in child_streams {
         let owners = owners(ctx.parent.resource.clone(), ctx.cluster_scoped);
         controller = controller.watches_stream_with(stream, owners, resource);
+    }
+    if let Some(stream) = namespace_stream {
+        let resource = ApiResource::erase::<Namespace>(&());
+        controller = controller.watches_stream_with(stream, |_| Vec::new(), resource);
     }
     controller
         .run(reconcile::reconcile, reconcile::error_policy, ctx)

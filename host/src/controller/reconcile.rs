@@ -9,7 +9,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 
 use super::context::Context;
-use super::error::ReconcileError;
+use super::error::{ReconcileError, uid_of};
 use super::finalizer::has_finalizer;
 use super::observe::request;
 use super::selection::parent_key;
@@ -74,16 +74,12 @@ async fn reconcile_inner(
         return Ok(Action::await_change());
     }
 
-    let uid = parent
-        .metadata
-        .uid
-        .as_deref()
-        .ok_or(ReconcileError::MissingMetadata("uid"))?;
+    let uid = uid_of(parent)?;
     let observed = ctx.observe(parent.metadata.namespace.as_deref(), uid);
     let request = request(parent, &observed, finalizing);
     let shadow_request = ctx.shadow.module().map(|_| request.clone());
     let (answer, answering) = ctx.call_guest(key, request).await?;
-    let children = validate_in(&answer, &ctx.selection.placement(parent), &ctx.rules)?;
+    let children = validate_in(&answer, &ctx.placement(parent), &ctx.rules)?;
 
     let applied = ctx.apply_children(parent, &children, &observed).await?;
     let mut changes = applied.changes;

@@ -14,7 +14,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
 use super::context::Context;
-use super::error::ReconcileError;
+use super::error::{ReconcileError, uid_of};
 use super::finalizer::has_finalizer;
 use super::observe::request;
 
@@ -28,11 +28,7 @@ impl Context {
         parent: &Arc<DynamicObject>,
         key: &str,
     ) -> Result<Action, ReconcileError> {
-        let uid = parent
-            .metadata
-            .uid
-            .as_deref()
-            .ok_or(ReconcileError::MissingMetadata("uid"))?;
+        let uid = uid_of(parent)?;
         let observed = self.observe(parent.metadata.namespace.as_deref(), uid);
         let finalizer = self
             .finalizer

@@ -1,5 +1,6 @@
 //! Which parents a reconciler takes and where their children may live: cluster-scoped parents (a
-//! cluster-scoped CRD, or Namespaces) whose children go to the namespaces the operator allowed, and
+//! cluster-scoped CRD, or Namespaces) whose children go to the namespaces the operator allowed by name
+//! or by label (the latter read from a Namespace cache the driver fills), and
 //! decorators (`--parent-selector`), which take only the parents of a kind they do not own that carry
 //! a label.
 //!
@@ -10,6 +11,7 @@
 //! went is still in the cache: the reconciler sees it, finalizes it and deletes what it controls.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use clap::Args;
 use kube::core::DynamicObject;
@@ -30,6 +32,10 @@ pub struct SelectionArgs {
         value_delimiter = ','
     )]
     pub child_namespaces: Vec<String>,
+    /// The children of a cluster-scoped parent may also live in the namespaces carrying these labels
+    /// (kubectl syntax, e.g. `team`); the host then watches Namespaces.
+    #[arg(long, env = "RECONCILE_HOST_CHILD_NAMESPACE_SELECTOR")]
+    pub child_namespace_selector: Option<LabelSelector>,
     /// Decorate: take only the parents carrying these labels (kubectl syntax, e.g. `team` or
     /// `team in (a,b)`), of a kind the host does not own: it writes no status on them, reports
     /// failures by Event and metrics, and removes the children of a parent that stops matching (after
@@ -43,6 +49,8 @@ pub struct SelectionArgs {
 pub struct Selection {
     /// For a cluster-scoped parent: the namespaces its children may live in.
     pub child_namespaces: Vec<String>,
+    /// For a cluster-scoped parent: the labels of the other namespaces its children may live in.
+    pub child_namespace_selector: Option<LabelSelector>,
     /// Decorator mode: only the parents this selects; `None`: every parent (the host owns the kind).
     pub parent_selector: Option<LabelSelector>,
 }
@@ -51,6 +59,7 @@ impl From<&SelectionArgs> for Selection {
     fn from(args: &SelectionArgs) -> Self {
         Selection {
             child_namespaces: args.child_namespaces.clone(),
+            child_namespace_selector: args.child_namespace_selector.clone(),
             parent_selector: args.parent_selector.clone(),
         }
     }
@@ -64,11 +73,11 @@ pub enum SelectionError {
     )]
     ClusterParentInNamespace(Gvk),
     #[error(
-        "parent kind {0} is cluster-scoped: say which namespaces its children may live in with --child-namespace NS (repeatable)"
+        "parent kind {0} is cluster-scoped: say which namespaces its children may live in with --child-namespace NS (repeatable) or --child-namespace-selector LABELS"
     )]
     NoChildNamespaces(Gvk),
     #[error(
-        "--child-namespace is for cluster-scoped parents; the children of {0} live in their parent's namespace"
+        "--child-namespace and --child-namespace-selector are for cluster-scoped parents; the children of {0} live in their parent's namespace"
     )]
     ChildNamespacesOfNamespacedParent(Gvk),
 }
@@ -81,7 +90,8 @@ impl Selection {
         cluster_scoped: bool,
         namespace: Option<&str>,
     ) -> Result<(), SelectionError> {
-        match (cluster_scoped, namespace, self.child_namespaces.is_empty()) {
+        let unbounded = self.child_namespaces.is_empty() && self.child_namespace_selector.is_none();
+        match (cluster_scoped, namespace, unbounded) {
             (true, Some(_), _) => Err(SelectionError::ClusterParentInNamespace(parent.clone())),
             (true, None, true) if !is_namespace(parent) => {
                 Err(SelectionError::NoChildNamespaces(parent.clone()))
@@ -105,19 +115,43 @@ impl Selection {
             .is_none_or(|selector| selector.matches(parent.metadata.labels.as_ref()))
     }
 
-    /// Where the children of `parent` may live.
-    pub fn placement(&self, parent: &DynamicObject) -> Placement {
+    /// Whether the host must watch Namespaces to place children (`--child-namespace-selector`).
+    pub fn watches_namespaces(&self) -> bool {
+        self.child_namespace_selector.is_some()
+    }
+
+    /// Where the children of `parent` may live; `namespaces` are the cluster's Namespaces (from the
+    /// cache, empty unless [`Self::watches_namespaces`]).
+    pub fn placement(
+        &self,
+        parent: &DynamicObject,
+        namespaces: &[Arc<DynamicObject>],
+    ) -> Placement {
         let name = parent.metadata.name.clone().unwrap_or_default();
-        match &parent.metadata.namespace {
-            Some(namespace) => Placement::ParentNamespace(namespace.clone()),
-            None if self.child_namespaces.is_empty() => Placement::ParentItself(name),
-            None => Placement::Allowed {
-                namespaces: self
-                    .child_namespaces
-                    .iter()
-                    .cloned()
-                    .collect::<BTreeSet<_>>(),
-                rule: format!("--child-namespace {}", self.child_namespaces.join(", ")),
+        if let Some(namespace) = &parent.metadata.namespace {
+            return Placement::ParentNamespace(namespace.clone());
+        }
+        let mut allowed: BTreeSet<String> = self.child_namespaces.iter().cloned().collect();
+        let mut rules = Vec::new();
+        if !self.child_namespaces.is_empty() {
+            rules.push(format!(
+                "--child-namespace {}",
+                self.child_namespaces.join(", ")
+            ));
+        }
+        if let Some(selector) = &self.child_namespace_selector {
+            let labelled = namespaces
+                .iter()
+                .filter(|ns| selector.matches(ns.metadata.labels.as_ref()))
+                .filter_map(|ns| ns.metadata.name.clone());
+            allowed.extend(labelled);
+            rules.push(format!("--child-namespace-selector {selector}"));
+        }
+        match rules.is_empty() {
+            true => Placement::ParentItself(name),
+            false => Placement::Allowed {
+                namespaces: allowed,
+                rule: rules.join(" or "),
             },
         }
     }
@@ -187,5 +221,39 @@ mod tests {
         assert!(!decorator.selects(&parent(serde_json::json!({}))));
         assert!(Selection::default().selects(&parent(serde_json::json!({}))));
         assert_eq!(parent_key(&parent(serde_json::json!({}))), "a");
+    }
+
+    #[test]
+    fn children_may_go_to_the_named_and_the_labelled_namespaces() {
+        let namespace = |name: &str, labels: serde_json::Value| -> Arc<DynamicObject> {
+            Arc::new(
+                serde_json::from_value(serde_json::json!({
+                    "apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": name, "labels": labels},
+                }))
+                .unwrap(),
+            )
+        };
+        let tenant = namespace("tenant-a", serde_json::json!({}));
+        let cluster = [
+            namespace("team-x", serde_json::json!({"team": "x"})),
+            namespace("kube-system", serde_json::json!({})),
+        ];
+        let selection = Selection {
+            child_namespaces: vec!["shared".into()],
+            child_namespace_selector: Some("team".parse().unwrap()),
+            ..Selection::default()
+        };
+        assert_eq!(
+            selection.placement(&tenant, &cluster),
+            Placement::Allowed {
+                namespaces: ["shared".to_string(), "team-x".to_string()].into(),
+                rule: "--child-namespace shared or --child-namespace-selector team".into(),
+            }
+        );
+        assert_eq!(
+            Selection::default().placement(&tenant, &cluster),
+            Placement::ParentItself("tenant-a".into())
+        );
     }
 }

@@ -122,7 +122,7 @@ impl Context {
             let Ok(_permit) = ctx.shadow.calls.acquire().await else {
                 return;
             };
-            let placement = ctx.selection.placement(&parent);
+            let placement = ctx.placement(&parent);
             let (module, tag) = (candidate.clone(), key.clone());
             let answer = tokio::task::spawn_blocking(move || module.call(&tag, &request)).await;
             let (verdict, diff) = match answer {
