@@ -70,6 +70,11 @@ async fn a_cluster_reconciler_decorates_namespaces_and_a_reconciler_may_not() {
         quota_owner(&client, &decorated).await,
         (format!("Namespace/{decorated}"), uid)
     );
+    // Its status counts the parents it takes, not every Namespace of the cluster.
+    wait_reconciler(&client, None, &name, "1 parent", |status| {
+        status["parents"] == 1
+    })
+    .await;
     label(&api, &decorated, json!({"labels": {"team": null}})).await;
     wait_children_gone(&client, &decorated).await;
 
