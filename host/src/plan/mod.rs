@@ -89,6 +89,14 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         Metrics::new("plan"),
     )
     .await?;
+    // Cluster-scoped parents place children by `--child-namespace` (and a Namespace cache): not
+    // modelled here yet, and planning them as namespaced parents would report wrong refusals.
+    if ctx.cluster_scoped {
+        anyhow::bail!(
+            "plan handles namespaced parents only; {} is cluster-scoped",
+            args.parent
+        );
+    }
     let mut parents = ctx
         .api_all(&ctx.parent)
         .list(&ListParams::default())
