@@ -22,8 +22,8 @@ build: host guests
 host:
 	$(CARGO_RELEASE) -p reconcile-host -p testcluster
 
-# Every guest for wasm32-wasip2 (the faults, website and configured guests are used that way), then MyApp
-# without WASI.
+# Every guest for wasm32-wasip2 (the faults, website, configured and namespace-decorator guests are used
+# that way), then MyApp without WASI.
 guests:
 	rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 	rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown

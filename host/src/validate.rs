@@ -1,10 +1,12 @@
 //! The safety rules for guest output. The guest is untrusted: whatever it answers, it must not create
 //! kinds outside the allow-list, reach into another namespace, or flood the API server.
+//! Where children may live depends on the parent: see [`Placement`].
 
 use serde_json::Value;
 
 use crate::guest::Answer;
 use crate::kind::Gvk;
+pub use crate::placement::Placement;
 
 /// What a guest may produce for one parent.
 #[derive(Clone, Debug)]
@@ -59,6 +61,16 @@ pub enum Rule {
         "is in namespace `{namespace}`, but children must be in the parent's namespace `{parent}`"
     )]
     OtherNamespace { namespace: String, parent: String },
+    #[error(
+        "is in namespace `{namespace}`, but the children of Namespace `{parent}` must be in it (the host was given no --child-namespace)"
+    )]
+    OutsideParentNamespace { namespace: String, parent: String },
+    #[error(
+        "has no metadata.namespace; a cluster-scoped parent's children must name theirs ({allowed})"
+    )]
+    NoNamespace { allowed: String },
+    #[error("is in namespace `{namespace}`, which is not allowed ({allowed})")]
+    NamespaceNotAllowed { namespace: String, allowed: String },
     #[error("name `{name}` is not a valid object name: {reason}")]
     InvalidName { name: String, reason: &'static str },
     #[error("is {size} bytes, more than the limit of {max}")]
@@ -69,10 +81,28 @@ pub enum Rule {
     TooMany { count: usize, max: usize },
 }
 
+impl Child {
+    /// The namespace the child is applied in (validation filled it in).
+    pub fn namespace(&self) -> &str {
+        self.object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+    }
+}
+
 /// Checks every child of `answer` for a parent in `namespace`; all pass or nothing is applied.
 pub fn validate(
     answer: &Answer,
     namespace: &str,
+    rules: &Rules,
+) -> Result<Vec<Child>, ValidationError> {
+    validate_in(answer, &Placement::ParentNamespace(namespace.into()), rules)
+}
+
+/// Checks every child of `answer` for a parent whose children belong where `placement` says.
+pub fn validate_in(
+    answer: &Answer,
+    placement: &Placement,
     rules: &Rules,
 ) -> Result<Vec<Child>, ValidationError> {
     if answer.children.len() > rules.max_children {
@@ -86,11 +116,10 @@ pub fn validate(
     }
     let mut children: Vec<Child> = Vec::with_capacity(answer.children.len());
     for (index, object) in answer.children.iter().enumerate() {
-        let child = validate_child(index, object, namespace, rules)?;
-        if children
-            .iter()
-            .any(|c| c.kind == child.kind && c.name == child.name)
-        {
+        let child = validate_child(index, object, placement, rules)?;
+        if children.iter().any(|c| {
+            c.kind == child.kind && c.name == child.name && c.namespace() == child.namespace()
+        }) {
             return Err(ValidationError {
                 child: format!("{}/{}", child.kind.kind, child.name),
                 rule: Rule::Duplicate,
@@ -104,7 +133,7 @@ pub fn validate(
 fn validate_child(
     index: usize,
     object: &Value,
-    namespace: &str,
+    placement: &Placement,
     rules: &Rules,
 ) -> Result<Child, ValidationError> {
     let refuse = |child: String, rule: Rule| ValidationError { child, rule };
@@ -161,20 +190,12 @@ fn validate_child(
             },
         ));
     }
-    match metadata.and_then(|m| m.get("namespace")) {
-        None | Some(Value::Null) => {}
-        Some(Value::String(ns)) if ns == namespace => {}
-        Some(other) => {
-            let found = other
-                .as_str()
-                .map_or_else(|| other.to_string(), str::to_string);
-            let rule = Rule::OtherNamespace {
-                namespace: found,
-                parent: namespace.to_string(),
-            };
-            return Err(refuse(id, rule));
-        }
+    let namespace = match metadata.and_then(|m| m.get("namespace")) {
+        None | Some(Value::Null) => placement.namespace_of(None),
+        Some(Value::String(ns)) => placement.namespace_of(Some(ns)),
+        Some(other) => placement.namespace_of(Some(&other.to_string())),
     }
+    .map_err(|rule| refuse(id.clone(), rule))?;
     let size = serde_json::to_vec(object).map_or(usize::MAX, |bytes| bytes.len());
     if size > rules.max_child_bytes {
         return Err(refuse(
@@ -186,7 +207,7 @@ fn validate_child(
         ));
     }
     let mut object = object.clone();
-    object["metadata"]["namespace"] = Value::String(namespace.to_string());
+    object["metadata"]["namespace"] = Value::String(namespace);
     Ok(Child {
         kind,
         name: name.to_string(),

@@ -71,18 +71,16 @@ impl Context {
         parent: &DynamicObject,
         children: &[Child],
         observed: &[Observed<'_>],
-        namespace: &str,
     ) -> Result<Applied, ReconcileError> {
         let owner = owner_reference(parent)?;
         let parent_uid = owner["uid"].as_str().unwrap_or_default();
-        let claims = self
-            .claim_children(parent_uid, children, observed, namespace)
-            .await?;
+        let claims = self.claim_children(parent_uid, children, observed).await?;
         let params = PatchParams::apply(MANAGER).force();
         let mut result = Applied::default();
         for (child, claim) in children.iter().zip(claims) {
             let object = apply_body(&owner, child);
             let id = child_id(child);
+            let namespace = child.namespace();
             let key = format!("{}/{namespace}/{}", child.kind, child.name);
             let before = observed.iter().find(|o| o.is(child));
             if self

@@ -4,6 +4,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ApiResource;
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
@@ -16,12 +17,13 @@ use super::applied::AppliedChildren;
 use super::backoff::Backoff;
 use super::health::ReconcilerHealth;
 use super::related::Related;
+use super::selection::{Selection, SelectionError};
 use super::shadow::Shadow;
 use super::{MANAGER, Settings};
 use crate::guest::Module;
 use crate::kind::Gvk;
 use crate::telemetry::Metrics;
-use crate::validate::Rules;
+use crate::validate::{Placement, Rules};
 
 /// A kind as given on the command line, resolved against the API server's discovery.
 #[derive(Clone, Debug)]
@@ -51,19 +53,25 @@ pub struct ChildKind {
 pub enum DiscoveryError {
     #[error("kind {gvk} is not served by the API server: {reason}")]
     NotServed { gvk: Gvk, reason: String },
-    #[error("kind {0} is cluster-scoped; reconcile-host manages namespaced parents and children")]
+    #[error("child kind {0} is cluster-scoped; reconcile-host manages namespaced children only")]
     ClusterScoped(Gvk),
+    #[error(transparent)]
+    Selection(#[from] SelectionError),
 }
 
 pub struct Context {
     /// Every read, watch and write of this reconciler (in `serve`, impersonating its ServiceAccount).
     pub client: Client,
     pub parent: ResolvedKind,
+    /// Whether parents are cluster-scoped: their children's ownerReferences then name no namespace.
+    pub cluster_scoped: bool,
     /// The cache of every parent this reconciler watches.
     pub parents: Store<DynamicObject>,
     pub children: Vec<ChildKind>,
     /// The kinds parents may read, their caches and each parent's selection.
     pub related: Related,
+    /// The cluster's Namespaces, for `--child-namespace-selector` (empty without it).
+    pub namespaces: Store<DynamicObject>,
     pub rules: Rules,
     pub recorder: Recorder,
     pub finalizer: Option<String>,
@@ -77,21 +85,30 @@ pub struct Context {
     pub resync_period: Option<Duration>,
     /// Whether a parent may adopt an object nothing controls (see `ownership`).
     pub adopt_orphans: bool,
+    /// Which parents it takes and where their children may live.
+    pub selection: Selection,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `parents` and `children[i].store`.
     parent_writer: std::sync::Mutex<Option<Writer<DynamicObject>>>,
+    namespace_writer: std::sync::Mutex<Option<Writer<DynamicObject>>>,
     writers: std::sync::Mutex<Vec<Writer<DynamicObject>>>,
 }
 
 impl Context {
-    /// Whether the parent `namespace/name` is in the parent cache.
+    /// The parent `namespace/name` (`name` if cluster-scoped), as the controller queues it.
+    pub fn parent_ref(&self, key: &str) -> ObjectRef<DynamicObject> {
+        match key.split_once('/') {
+            Some((namespace, name)) => {
+                ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace)
+            }
+            None => ObjectRef::new_with(key, self.parent.resource.clone()),
+        }
+    }
+
+    /// Whether the parent `key` is in the parent cache.
     pub fn parent_exists(&self, key: &str) -> bool {
-        let Some((namespace, name)) = key.split_once('/') else {
-            return false;
-        };
-        let reference = ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace);
-        self.parents.get(&reference).is_some()
+        self.parents.get(&self.parent_ref(key)).is_some()
     }
 
     /// The parents whose last reconcile failed and that still exist, with the reason.
@@ -108,12 +125,15 @@ impl Context {
         module: Arc<Module>,
         metrics: Metrics,
     ) -> Result<Context, DiscoveryError> {
-        let parent = resolve(&client, &settings.parent).await?;
+        let (parent, scope) = resolve(&client, &settings.parent).await?;
+        let cluster_scoped = scope == Scope::Cluster;
+        let namespace = settings.namespace.as_deref();
+        (settings.selection).check(&settings.parent, cluster_scoped, namespace)?;
         let parent_writer = Writer::new(parent.resource.clone());
         let mut children = Vec::new();
         let mut writers = Vec::new();
         for gvk in &settings.children {
-            let kind = resolve(&client, gvk).await?;
+            let kind = resolve_namespaced(&client, gvk).await?;
             let writer = Writer::new(kind.resource.clone());
             children.push(ChildKind {
                 kind,
@@ -122,6 +142,7 @@ impl Context {
             writers.push(writer);
         }
         let related = Related::discover(&client, &settings.related).await?;
+        let namespace_writer = Writer::new(ApiResource::erase::<Namespace>(&()));
         let reporter = Reporter {
             controller: MANAGER.into(),
             instance: std::env::var("POD_NAME").ok(),
@@ -130,9 +151,11 @@ impl Context {
             recorder: Recorder::new(event_client, reporter),
             client,
             parent,
+            cluster_scoped,
             parents: parent_writer.as_reader(),
             children,
             related,
+            namespaces: namespace_writer.as_reader(),
             rules: Rules::new(Some(settings.children.clone())),
             finalizer: settings.finalizer.clone(),
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_secs(300)),
@@ -143,9 +166,13 @@ impl Context {
             concurrency: settings.concurrency,
             resync_period: settings.resync_period,
             adopt_orphans: settings.adopt_orphans,
+            selection: settings.selection.clone(),
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),
+            namespace_writer: std::sync::Mutex::new(
+                (settings.selection.watches_namespaces()).then_some(namespace_writer),
+            ),
             writers: std::sync::Mutex::new(writers),
         })
     }
@@ -171,6 +198,17 @@ impl Context {
             .take()
     }
 
+    /// The writer of the Namespace cache, if the selection needs one (once; later calls get nothing).
+    pub fn namespace_writer(&self) -> Option<Writer<DynamicObject>> {
+        let mut writer = self.namespace_writer.lock().expect("writers lock poisoned");
+        writer.take()
+    }
+
+    /// Where the children of `parent` may live.
+    pub fn placement(&self, parent: &DynamicObject) -> Placement {
+        self.selection.placement(parent, &self.namespaces.state())
+    }
+
     /// Each child kind with the writer of its cache (once; later calls get nothing).
     pub fn child_writers(&self) -> Vec<(&ResolvedKind, Writer<DynamicObject>)> {
         let writers = std::mem::take(&mut *self.writers.lock().expect("writers lock poisoned"));
@@ -188,9 +226,29 @@ impl Context {
     pub fn api(&self, kind: &ResolvedKind, namespace: &str) -> Api<DynamicObject> {
         Api::namespaced_with(self.client.clone(), namespace, &kind.resource)
     }
+
+    /// The parent kind where `parent` lives: its namespace, or the cluster.
+    pub fn parent_api(&self, parent: &DynamicObject) -> Api<DynamicObject> {
+        match &parent.metadata.namespace {
+            Some(namespace) => self.api(&self.parent, namespace),
+            None => Api::all_with(self.client.clone(), &self.parent.resource),
+        }
+    }
 }
 
-pub(super) async fn resolve(client: &Client, gvk: &Gvk) -> Result<ResolvedKind, DiscoveryError> {
+/// A child or related kind as the API server serves it: only namespaced kinds are either.
+pub(super) async fn resolve_namespaced(
+    client: &Client,
+    gvk: &Gvk,
+) -> Result<ResolvedKind, DiscoveryError> {
+    match resolve(client, gvk).await? {
+        (kind, Scope::Namespaced) => Ok(kind),
+        _ => Err(DiscoveryError::ClusterScoped(gvk.clone())),
+    }
+}
+
+/// The kind as the API server serves it, and whether its objects are namespaced.
+async fn resolve(client: &Client, gvk: &Gvk) -> Result<(ResolvedKind, Scope), DiscoveryError> {
     let key = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
     let (resource, caps) =
         pinned_kind(client, &key)
@@ -199,11 +257,9 @@ pub(super) async fn resolve(client: &Client, gvk: &Gvk) -> Result<ResolvedKind, 
                 gvk: gvk.clone(),
                 reason: e.to_string(),
             })?;
-    if caps.scope != Scope::Namespaced {
-        return Err(DiscoveryError::ClusterScoped(gvk.clone()));
-    }
-    Ok(ResolvedKind {
+    let kind = ResolvedKind {
         gvk: gvk.clone(),
         resource,
-    })
+    };
+    Ok((kind, caps.scope))
 }

@@ -8,9 +8,13 @@ use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedReceiver;
 use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::ApiResource;
+use kube::core::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 
-use super::context::Context;
+use super::context::{Context, ResolvedKind};
 use super::sync::{Listed, watch_cache};
 use super::{MANAGED_BY_LABEL, MANAGER, reconcile};
 
@@ -48,6 +52,17 @@ pub async fn drive(
         let stream = watch_cache(&ctx, kind, writer, watcher::Config::default(), listed);
         related_streams.push((stream, kind.resource.clone()));
     }
+    // The Namespace cache of `--child-namespace-selector`: listed before any parent is reconciled,
+    // like the child caches. Its changes trigger no parent: a namespace is checked when a child goes there.
+    let namespace_stream = ctx.namespace_writer().map(|writer| {
+        let listed = Listed::new();
+        children_listed.push(listed.clone());
+        let kind = ResolvedKind {
+            gvk: "v1/Namespace".parse().expect("a valid kind"),
+            resource: ApiResource::erase::<Namespace>(&()),
+        };
+        watch_cache(&ctx, &kind, writer, watcher::Config::default(), listed)
+    });
     let all_children_listed = {
         let children_listed = children_listed.clone();
         async move { futures::future::join_all(children_listed.iter().map(Listed::wait)).await }
@@ -83,7 +98,12 @@ pub async fn drive(
             .reconcile_all_on(with_resync(reconcile_all, ctx.resync_period))
             .graceful_shutdown_on(shutdown);
     for (stream, resource) in child_streams {
-        controller = controller.owns_stream_with(stream, resource);
+        let owners = owners(ctx.parent.resource.clone(), ctx.cluster_scoped);
+        controller = controller.watches_stream_with(stream, owners, resource);
+    }
+    if let Some(stream) = namespace_stream {
+        let resource = ApiResource::erase::<Namespace>(&());
+        controller = controller.watches_stream_with(stream, |_| Vec::new(), resource);
     }
     for (stream, resource) in related_streams {
         let weak = Arc::downgrade(&ctx);
@@ -102,6 +122,25 @@ pub async fn drive(
             }
         })
         .await;
+}
+
+/// The parents a child's ownerReferences name. kube-runtime's `owns` gives every owner the child's
+/// namespace, which finds no cluster-scoped parent in the cache: such an owner is named without one.
+fn owners(
+    parent: ApiResource,
+    cluster_scoped: bool,
+) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
+    move |child| {
+        let namespace = child
+            .metadata
+            .namespace
+            .as_deref()
+            .filter(|_| !cluster_scoped);
+        let references = child.metadata.owner_references.iter().flatten();
+        references
+            .filter_map(|owner| ObjectRef::from_owner_ref(namespace, owner, parent.clone()))
+            .collect()
+    }
 }
 
 /// `reconcile_all`, and a tick every `period` if there is one: a safety net that re-runs every parent

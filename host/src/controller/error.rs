@@ -81,3 +81,12 @@ pub fn name_of(object: &kube::core::DynamicObject) -> Result<&str, ReconcileErro
         .as_deref()
         .ok_or(ReconcileError::MissingMetadata("name"))
 }
+
+/// The parent's UID, which its children's controller ownerReference carries.
+pub fn uid_of(object: &kube::core::DynamicObject) -> Result<&str, ReconcileError> {
+    object
+        .metadata
+        .uid
+        .as_deref()
+        .ok_or(ReconcileError::MissingMetadata("uid"))
+}

@@ -21,20 +21,18 @@ impl Context {
     pub async fn add_finalizer(
         &self,
         parent: &DynamicObject,
-        namespace: &str,
         finalizer: &str,
     ) -> Result<(), ReconcileError> {
         let ops = match &parent.metadata.finalizers {
             None => json!([{"op": "add", "path": "/metadata/finalizers", "value": [finalizer]}]),
             Some(_) => json!([{"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}]),
         };
-        self.patch_parent(parent, namespace, ops).await
+        self.patch_parent(parent, ops).await
     }
 
     pub async fn remove_finalizer(
         &self,
         parent: &DynamicObject,
-        namespace: &str,
         finalizer: &str,
     ) -> Result<(), ReconcileError> {
         let Some(index) = parent
@@ -48,18 +46,17 @@ impl Context {
         };
         let path = format!("/metadata/finalizers/{index}");
         let ops = json!([{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}]);
-        self.patch_parent(parent, namespace, ops).await
+        self.patch_parent(parent, ops).await
     }
 
     async fn patch_parent(
         &self,
         parent: &DynamicObject,
-        namespace: &str,
         ops: serde_json::Value,
     ) -> Result<(), ReconcileError> {
         let patch: json_patch::Patch = serde_json::from_value(ops).expect("well-formed JSON patch");
         let name = name_of(parent)?;
-        self.api(&self.parent, namespace)
+        self.parent_api(parent)
             .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
             .await
             .map_err(ReconcileError::Parent)?;

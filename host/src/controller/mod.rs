@@ -15,6 +15,8 @@ mod observe;
 mod ownership;
 mod reconcile;
 mod related;
+mod release;
+mod selection;
 mod shadow;
 mod status;
 pub mod swap;
@@ -40,6 +42,7 @@ pub use error::ReconcileError;
 pub use health::{HealthReport, ReconcilerHealth};
 pub use observe::{Observed, controlled_by, left_out, request};
 pub use ownership::child_id;
+pub use selection::{Selection, SelectionArgs, SelectionError, parent_key};
 pub use status::{HOST_STATUS_KEYS, READY, guest_part, status_of};
 
 /// The field manager of every apply, and the value of the managed-by label on children.
@@ -115,6 +118,8 @@ pub struct RunArgs {
     )]
     pub shadow_module_configmap: Option<ConfigMapRef>,
     #[command(flatten)]
+    pub selection: SelectionArgs,
+    #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub conversion: crate::conversion::ConversionArgs,
@@ -137,6 +142,8 @@ pub struct Settings {
     pub resync_period: Option<Duration>,
     /// Take over existing objects that nothing controls when the guest names them (`--adopt-orphans`).
     pub adopt_orphans: bool,
+    /// Which parents it takes (decorators) and where their children may live (cluster-scoped parents).
+    pub selection: Selection,
 }
 
 /// What the host's operator decides for every reconciler, shared by `run` and `serve`.
@@ -182,6 +189,7 @@ impl RunArgs {
             concurrency: self.concurrency,
             resync_period: self.policy.period(),
             adopt_orphans: self.policy.adopt_orphans,
+            selection: (&self.selection).into(),
         }
     }
 }

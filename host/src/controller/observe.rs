@@ -26,7 +26,9 @@ impl Observed<'_> {
 
     /// Whether this is the object `child` names.
     pub fn is(&self, child: &Child) -> bool {
-        self.kind.gvk == child.kind && self.name() == child.name
+        self.kind.gvk == child.kind
+            && self.name() == child.name
+            && self.object.metadata.namespace.as_deref() == Some(child.namespace())
     }
 }
 
@@ -54,13 +56,15 @@ pub fn request(parent: &DynamicObject, observed: &[Observed<'_>], finalizing: bo
 }
 
 impl Context {
-    /// Every cached child whose controller ownerReference is the parent with `uid`, in `namespace`.
-    pub fn observe(&self, namespace: &str, uid: &str) -> Vec<Observed<'_>> {
+    /// Every cached child whose controller ownerReference is the parent with `uid`, in the parent's
+    /// `namespace`, or in any namespace for a cluster-scoped parent (`None`).
+    pub fn observe(&self, namespace: Option<&str>, uid: &str) -> Vec<Observed<'_>> {
         let mut observed = Vec::new();
         for child in &self.children {
-            let owned = child
-                .store
-                .state_filter(|obj| controlled_by(obj, namespace, uid));
+            let owned = child.store.state_filter(|obj| match namespace {
+                Some(namespace) => controlled_by(obj, namespace, uid),
+                None => controls(obj, uid),
+            });
             observed.extend(owned.into_iter().map(|object| Observed {
                 kind: &child.kind,
                 object,
@@ -72,11 +76,15 @@ impl Context {
 
 /// Whether `object` is in `namespace` and its controller ownerReference is the parent with `uid`.
 pub fn controlled_by(object: &DynamicObject, namespace: &str, uid: &str) -> bool {
-    object.metadata.namespace.as_deref() == Some(namespace)
-        && object
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.uid == uid && o.controller == Some(true))
+    object.metadata.namespace.as_deref() == Some(namespace) && controls(object, uid)
+}
+
+/// Whether the controller ownerReference of `object` is the parent with `uid`.
+fn controls(object: &DynamicObject, uid: &str) -> bool {
+    object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == uid && o.controller == Some(true))
 }

@@ -35,7 +35,6 @@ impl Context {
         parent_uid: &str,
         children: &[Child],
         observed: &[Observed<'_>],
-        namespace: &str,
     ) -> Result<Vec<Claim>, ReconcileError> {
         let mut claims = Vec::with_capacity(children.len());
         for child in children {
@@ -44,6 +43,7 @@ impl Context {
                 continue;
             }
             let kind = self.child_kind(child);
+            let namespace = child.namespace();
             let existing = match self.cached(kind, &child.name, namespace) {
                 Some(object) => Some(object),
                 None => self

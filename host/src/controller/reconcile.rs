@@ -9,29 +9,22 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 
 use super::context::Context;
-use super::error::ReconcileError;
+use super::error::{ReconcileError, uid_of};
 use super::finalizer::has_finalizer;
-use super::observe::request;
+use super::selection::parent_key;
 use super::shadow::comparable;
 use super::status::Outcome;
+use crate::guest::{Answer, Module, Request};
 use crate::text::truncate;
-use crate::validate::validate;
+use crate::validate::validate_in;
 
 pub async fn reconcile(
     parent: Arc<DynamicObject>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
-    let namespace = parent
-        .metadata
-        .namespace
-        .clone()
-        .ok_or(ReconcileError::MissingMetadata("namespace"))?;
-    let key = format!(
-        "{namespace}/{}",
-        parent.metadata.name.as_deref().unwrap_or_default()
-    );
+    let key = parent_key(&parent);
     let _timer = ctx.metrics.reconcile_started();
-    let result = reconcile_inner(&parent, &namespace, &key, &ctx).await;
+    let result = reconcile_inner(&parent, &key, &ctx).await;
     ctx.metrics.reconcile_finished(match &result {
         Ok(action) if action == &Action::await_change() => "success",
         Ok(_) => "requeue_after",
@@ -49,7 +42,7 @@ pub async fn reconcile(
                 reason: e.reason(),
                 message: e.to_string(),
             };
-            if let Err(status_error) = ctx.write_status(&parent, &namespace, failed).await {
+            if let Err(status_error) = ctx.write_status(&parent, failed).await {
                 tracing::warn!(parent = %key, error = %status_error, "cannot report the failure in the status");
             }
         }
@@ -59,16 +52,18 @@ pub async fn reconcile(
 
 async fn reconcile_inner(
     parent: &Arc<DynamicObject>,
-    namespace: &str,
     key: &str,
     ctx: &Arc<Context>,
 ) -> Result<Action, ReconcileError> {
+    if !ctx.selection.selects(parent) {
+        return ctx.release(parent, key).await;
+    }
     let deleting = parent.metadata.deletion_timestamp.is_some();
     let finalizing = match &ctx.finalizer {
         Some(finalizer) if deleting => has_finalizer(parent, finalizer),
         Some(finalizer) if !has_finalizer(parent, finalizer) => {
             // The update this causes triggers the next reconcile.
-            ctx.add_finalizer(parent, namespace, finalizer).await?;
+            ctx.add_finalizer(parent, finalizer).await?;
             return Ok(Action::await_change());
         }
         _ => false,
@@ -78,34 +73,19 @@ async fn reconcile_inner(
         return Ok(Action::await_change());
     }
 
-    let uid = parent
-        .metadata
-        .uid
-        .as_deref()
-        .ok_or(ReconcileError::MissingMetadata("uid"))?;
-    // The module that answers is the one the status names, even if a hot swap lands meanwhile.
+    let uid = uid_of(parent)?;
+    // The module that selects the related objects is the one that answers, and the one the status
+    // names, even if a hot swap lands meanwhile.
     let module = ctx.module();
-    let related = ctx.related_objects(parent, key, uid, &module).await?;
-    let observed = ctx.observe(namespace, uid);
-    let mut request = request(parent, &observed, finalizing);
-    request.related = related;
-    let shadow_request = ctx.shadow.module().map(|_| request.clone());
-    let answering = module.clone();
-    let tag = key.to_string();
-    // Guest calls are CPU-bound and may run up to their deadline: keep them off the async workers.
-    let (answer, took) = tokio::task::spawn_blocking(move || {
-        let start = std::time::Instant::now();
-        (module.call(&tag, &request), start.elapsed())
-    })
-    .await?;
-    ctx.metrics
-        .guest_call(took, answer.as_ref().err().map(|e| e.reason()));
-    let answer = answer?;
-    let children = validate(&answer, namespace, &ctx.rules)?;
-
-    let applied = ctx
-        .apply_children(parent, &children, &observed, namespace)
+    let observed = ctx.observe(parent.metadata.namespace.as_deref(), uid);
+    let request = ctx
+        .request_with_related(parent, key, &observed, finalizing, &module)
         .await?;
+    let shadow_request = ctx.shadow.module().map(|_| request.clone());
+    let (answer, answering) = ctx.call_guest(key, module, request).await?;
+    let children = validate_in(&answer, &ctx.placement(parent), &ctx.rules)?;
+
+    let applied = ctx.apply_children(parent, &children, &observed).await?;
     let mut changes = applied.changes;
     changes.extend(ctx.prune(&observed, &children).await?);
     for change in &changes {
@@ -123,7 +103,7 @@ async fn reconcile_inner(
         children: children.len(),
         children_written: applied.wrote || !changes.is_empty(),
     };
-    ctx.write_status(parent, namespace, reconciled).await?;
+    ctx.write_status(parent, reconciled).await?;
     if let Some(request) = shadow_request {
         ctx.compare_in_shadow(parent, key, request, comparable(&children, &answer));
     }
@@ -133,7 +113,7 @@ async fn reconcile_inner(
         .as_ref()
         .filter(|_| finalizing && answer.finalized)
     {
-        ctx.remove_finalizer(parent, namespace, finalizer).await?;
+        ctx.remove_finalizer(parent, finalizer).await?;
     }
     Ok(match answer.requeue_after {
         Some(after) => Action::requeue(after),
@@ -146,15 +126,30 @@ pub fn error_policy(
     _error: &ReconcileError,
     ctx: Arc<Context>,
 ) -> Action {
-    let key = format!(
-        "{}/{}",
-        parent.metadata.namespace.as_deref().unwrap_or_default(),
-        parent.metadata.name.as_deref().unwrap_or_default()
-    );
-    Action::requeue(ctx.backoff.next_delay(&key))
+    Action::requeue(ctx.backoff.next_delay(&parent_key(&parent)))
 }
 
 impl Context {
+    /// Calls `module` for the parent `key` and returns its answer with the module that gave it.
+    pub async fn call_guest(
+        &self,
+        key: &str,
+        module: Arc<Module>,
+        request: Request,
+    ) -> Result<(Answer, Arc<Module>), ReconcileError> {
+        let answering = module.clone();
+        let tag = key.to_string();
+        // Guest calls are CPU-bound and may run up to their deadline: keep them off the async workers.
+        let (answer, took) = tokio::task::spawn_blocking(move || {
+            let start = std::time::Instant::now();
+            (module.call(&tag, &request), start.elapsed())
+        })
+        .await?;
+        self.metrics
+            .guest_call(took, answer.as_ref().err().map(|e| e.reason()));
+        Ok((answer?, answering))
+    }
+
     /// Publishes an Event on the parent; a failure to do so is logged, never fatal.
     pub async fn publish(
         &self,

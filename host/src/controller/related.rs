@@ -12,9 +12,10 @@ use kube::core::DynamicObject;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::context::{Context, DiscoveryError, ResolvedKind, resolve};
-use super::error::ReconcileError;
-use crate::guest::Module;
+use super::context::{Context, DiscoveryError, ResolvedKind, resolve_namespaced};
+use super::error::{ReconcileError, uid_of};
+use super::observe::{Observed, request};
+use crate::guest::{Module, Request};
 use crate::kind::Gvk;
 use crate::related::{RelatedSelector, check, select};
 
@@ -41,7 +42,7 @@ impl Related {
         let mut kinds = Vec::new();
         let mut writers = Vec::new();
         for gvk in allowed {
-            let kind = resolve(client, gvk).await?;
+            let kind = resolve_namespaced(client, gvk).await?;
             let writer = Writer::new(kind.resource.clone());
             kinds.push((kind, writer.as_reader()));
             writers.push(writer);
@@ -112,7 +113,7 @@ impl Related {
 impl Context {
     /// The related objects of `parent` (`key` is `namespace/name`) for `module`'s request: none, at no
     /// cost, for a module without `related`; else its selection (cached, or asked for and checked).
-    pub async fn related_objects(
+    async fn related_objects(
         &self,
         parent: &DynamicObject,
         key: &str,
@@ -146,6 +147,29 @@ impl Context {
         Ok(self.related.objects(&selectors))
     }
 
+    /// The request for `parent` with its related objects. While finalizing, a failed selection is
+    /// logged and the request goes without: a broken `related` must not keep a parent from being deleted.
+    pub async fn request_with_related(
+        &self,
+        parent: &DynamicObject,
+        key: &str,
+        observed: &[Observed<'_>],
+        finalizing: bool,
+        module: &Arc<Module>,
+    ) -> Result<Request, ReconcileError> {
+        let mut request = request(parent, observed, finalizing);
+        let uid = uid_of(parent)?;
+        request.related = match self.related_objects(parent, key, uid, module).await {
+            Ok(related) => related,
+            Err(e) if finalizing => {
+                tracing::warn!(parent = %key, error = %e, "finalizing without related objects");
+                Vec::new()
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(request)
+    }
+
     /// Calls the module's `related` for `parent` (off the async workers, like a reconcile) and checks
     /// its selectors; either failure is counted with its reason.
     async fn select(
@@ -161,7 +185,7 @@ impl Context {
             (module.related(&tag, &text), start.elapsed())
         })
         .await?;
-        let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
+        let namespace = parent.metadata.namespace.as_deref();
         let checked = answer
             .map_err(ReconcileError::Related)
             .and_then(|selectors| Ok(check(&selectors, namespace, Some(&self.related.allowed))?));
@@ -182,10 +206,7 @@ impl Context {
         let parents: Vec<_> = selections
             .iter()
             .filter(|(_, selection)| selection.selectors.iter().any(|s| s.matches(object)))
-            .filter_map(|(key, _)| {
-                let (namespace, name) = key.split_once('/')?;
-                Some(ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace))
-            })
+            .map(|(key, _)| self.parent_ref(key))
             .collect();
         self.metrics.related_triggers(parents.len());
         parents

@@ -19,7 +19,7 @@ use super::context::Context;
 use super::ownership::child_id;
 use crate::guest::{Answer, Module, Request};
 use crate::text::truncate;
-use crate::validate::{Child, validate};
+use crate::validate::{Child, validate_in};
 
 /// Candidate calls at once.
 const SHADOW_CALLS: usize = 2;
@@ -122,13 +122,13 @@ impl Context {
             let Ok(_permit) = ctx.shadow.calls.acquire().await else {
                 return;
             };
-            let namespace = parent.metadata.namespace.clone().unwrap_or_default();
+            let placement = ctx.placement(&parent);
             let (module, tag) = (candidate.clone(), key.clone());
             let answer = tokio::task::spawn_blocking(move || module.call(&tag, &request)).await;
             let (verdict, diff) = match answer {
                 Err(_) => (Verdict::Failing("GuestCallCancelled"), String::new()),
                 Ok(Err(e)) => (Verdict::Failing(e.reason()), e.to_string()),
-                Ok(Ok(answer)) => match validate(&answer, &namespace, &ctx.rules) {
+                Ok(Ok(answer)) => match validate_in(&answer, &placement, &ctx.rules) {
                     Err(e) => (Verdict::Failing("InvalidGuestOutput"), e.to_string()),
                     Ok(children) => compare(&active, &comparable(&children, &answer)),
                 },

@@ -41,9 +41,12 @@ impl Context {
     pub async fn write_status(
         &self,
         parent: &DynamicObject,
-        namespace: &str,
         outcome: Outcome<'_>,
     ) -> Result<(), ReconcileError> {
+        // A decorated kind is not the host's: its status is left to its owner (see `selection`).
+        if self.selection.decorates() {
+            return Ok(());
+        }
         let current = status_of(parent);
         let desired = desired_status(&current, parent.metadata.generation, outcome);
         if desired == current {
@@ -55,7 +58,7 @@ impl Context {
             patch.entry(key.clone()).or_insert(Value::Null);
         }
         let name = name_of(parent)?;
-        self.api(&self.parent, namespace)
+        self.parent_api(parent)
             .patch_status(
                 name,
                 &PatchParams::default(),

@@ -79,6 +79,7 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         concurrency: 1,
         resync_period: None,
         adopt_orphans: args.adopt_orphans,
+        selection: Default::default(),
     };
     // The controller's context, never started: its caches stay empty, so every lookup is a GET.
     let ctx = Context::discover(
@@ -89,6 +90,14 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         Metrics::new("plan"),
     )
     .await?;
+    // Cluster-scoped parents place children by `--child-namespace` (and a Namespace cache): not
+    // modelled here yet, and planning them as namespaced parents would report wrong refusals.
+    if ctx.cluster_scoped {
+        anyhow::bail!(
+            "plan handles namespaced parents only; {} is cluster-scoped",
+            args.parent
+        );
+    }
     let mut parents = ctx
         .api_all(&ctx.parent)
         .list(&ListParams::default())

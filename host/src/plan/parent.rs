@@ -134,8 +134,7 @@ async fn fill(
     let desired = validate(&answer, namespace, &ctx.rules)?;
     let owner = owner_reference(parent)?;
     let uid = owner["uid"].as_str().unwrap_or_default();
-    ctx.claim_children(uid, &desired, observed, namespace)
-        .await?;
+    ctx.claim_children(uid, &desired, observed).await?;
 
     let dry_run = PatchParams::apply(MANAGER).force().dry_run();
     for child in &desired {

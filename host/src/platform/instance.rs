@@ -183,7 +183,7 @@ impl Run {
             .await;
             match discovered {
                 Ok(ctx) => break Arc::new(ctx),
-                Err(e @ DiscoveryError::ClusterScoped(_)) => {
+                Err(e @ (DiscoveryError::ClusterScoped(_) | DiscoveryError::Selection(_))) => {
                     return self
                         .report(Report::not_ready("InvalidSpec", e.to_string()))
                         .await;
@@ -288,7 +288,7 @@ impl Run {
 /// The status of a reconciler whose controller runs.
 fn running_report(ctx: &Context, synced: bool) -> Report {
     let health = ctx.health.report();
-    let parents = ctx.parents.len();
+    let parents = ctx.parents_taken();
     let failing = ctx.failing_parents();
     let module = ctx.module();
     let (ready, reason, message) = match (&health.watch_error, synced) {

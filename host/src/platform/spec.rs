@@ -8,9 +8,10 @@ use kube::api::ApiResource;
 use kube::core::{DynamicObject, GroupVersionKind};
 use serde::Deserialize;
 
-use crate::controller::Settings;
+use crate::controller::{Selection, Settings};
 use crate::guest::RuntimeConfig;
 use crate::kind::Gvk;
+use crate::selector::{LabelSelector, SelectorError};
 use crate::source::ConfigMapRef;
 
 /// The API group of the platform's own kinds.
@@ -108,6 +109,15 @@ pub struct Spec {
     pub reuse_instance_calls: Option<u32>,
     #[serde(default)]
     pub paused: bool,
+    /// ClusterReconciler only: where a cluster-scoped parent's children may live, by name.
+    #[serde(default)]
+    pub child_namespaces: Vec<String>,
+    /// ClusterReconciler only: ... and by the namespaces' labels (kubectl syntax).
+    #[serde(default)]
+    pub child_namespace_selector: Option<String>,
+    /// Decorate the parent kind: only parents with these labels (kubectl syntax), no status written.
+    #[serde(default)]
+    pub parent_selector: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -177,6 +187,11 @@ pub enum SpecError {
     Missing(&'static str),
     #[error("spec.children must name at least one kind")]
     NoChildren,
+    #[error("spec.{field}: {error}")]
+    Selector {
+        field: &'static str,
+        error: SelectorError,
+    },
 }
 
 impl Definition {
@@ -248,6 +263,7 @@ impl Definition {
                 resync_period: None,
                 // The host's `--adopt-orphans`, likewise.
                 adopt_orphans: false,
+                selection: selection(&spec, own)?,
             },
             module,
             shadow_module,
@@ -277,6 +293,30 @@ impl Definition {
         }
         config
     }
+}
+
+/// Which parents the reconciler takes and where their children may live. Only a ClusterReconciler may
+/// name namespaces (a namespaced one keeps children in its own, and takes no cluster-scoped parent).
+fn selection(spec: &Spec, own: Option<&str>) -> Result<Selection, SpecError> {
+    if own.is_some() {
+        if !spec.child_namespaces.is_empty() {
+            return Err(SpecError::ForeignNamespace("childNamespaces"));
+        }
+        if spec.child_namespace_selector.is_some() {
+            return Err(SpecError::ForeignNamespace("childNamespaceSelector"));
+        }
+    }
+    let parse = |text: &Option<String>, field| {
+        text.as_deref()
+            .map(|text| text.parse::<LabelSelector>())
+            .transpose()
+            .map_err(|error| SpecError::Selector { field, error })
+    };
+    Ok(Selection {
+        child_namespaces: spec.child_namespaces.clone(),
+        child_namespace_selector: parse(&spec.child_namespace_selector, "childNamespaceSelector")?,
+        parent_selector: parse(&spec.parent_selector, "parentSelector")?,
+    })
 }
 
 fn gvk(kind: &KindRef, field: &'static str) -> Result<Gvk, SpecError> {

@@ -181,3 +181,51 @@ fn related_kinds_are_the_reconcilers_allow_list_for_reading() {
         .collect();
     assert_eq!(related, ["v1/ConfigMap"]);
 }
+
+#[test]
+fn a_cluster_reconciler_places_children_by_namespace_names_and_labels() {
+    let mut spec = myapp_spec();
+    spec["parent"] = json!({"apiVersion": "v1", "kind": "Namespace"});
+    spec["serviceAccount"] = json!({"namespace": "platform", "name": "decorator"});
+    spec["module"]["configMap"]["namespace"] = json!("platform");
+    spec["childNamespaces"] = json!(["shared"]);
+    spec["childNamespaceSelector"] = json!("tenants=enabled");
+    spec["parentSelector"] = json!("team");
+    let selection = Definition::read(&object(None, spec.clone()))
+        .unwrap()
+        .settings
+        .selection;
+    assert_eq!(selection.child_namespaces, ["shared"]);
+    assert_eq!(
+        selection.child_namespace_selector.unwrap().to_string(),
+        "tenants=enabled"
+    );
+    assert!(selection.parent_selector.is_some());
+
+    spec["parentSelector"] = json!("team in prod");
+    let err = Definition::read(&object(None, spec)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("spec.parentSelector: label selector `team in prod`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_namespaced_reconciler_names_no_child_namespaces() {
+    for (field, value) in [
+        ("childNamespaces", json!(["other"])),
+        ("childNamespaceSelector", json!("team")),
+    ] {
+        let mut spec = myapp_spec();
+        spec[field] = value;
+        assert_eq!(
+            Definition::read(&object(Some("team-a"), spec)).unwrap_err(),
+            SpecError::ForeignNamespace(field)
+        );
+    }
+    let mut spec = myapp_spec();
+    spec["parentSelector"] = json!("team");
+    let definition = Definition::read(&object(Some("team-a"), spec)).unwrap();
+    assert!(definition.settings.selection.decorates());
+}

@@ -36,7 +36,7 @@ pub fn related_from(
     let namespace = parent["metadata"]["namespace"]
         .as_str()
         .unwrap_or("default");
-    let selectors = check(&selectors, namespace, None)?;
+    let selectors = check(&selectors, Some(namespace), None)?;
     let objects = available
         .iter()
         .enumerate()

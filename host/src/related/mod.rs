@@ -5,9 +5,7 @@
 //! a cluster would give the guest.
 
 mod files;
-mod labels;
 mod selector;
 
 pub use files::{RelatedError, related_from};
-pub use labels::parse_label_selector;
 pub use selector::{RelatedSelector, SelectorError, check, select};

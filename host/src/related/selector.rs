@@ -1,15 +1,16 @@
 //! A module's selectors checked against what the operator allows, and matched against objects.
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
-use kube::core::{DynamicObject, Selector as LabelSelector, SelectorExt};
+use kube::core::DynamicObject;
 
-use super::labels::parse_label_selector;
 use crate::guest::Selector;
 use crate::kind::Gvk;
+use crate::selector::{LabelSelector, SelectorError as LabelSelectorError};
 
-/// A selector that passed `check`: an allow-listed kind, in the parent's namespace.
+/// A selector that passed `check`: an allow-listed kind, in the parent's namespace (any namespace it
+/// names, for a cluster-scoped parent).
 #[derive(Clone, Debug)]
 pub struct RelatedSelector {
     pub kind: Gvk,
@@ -45,11 +46,14 @@ pub enum SelectorError {
         kind: String,
         reason: String,
     },
-    #[error("related selector {index}: label selector `{text}`: {reason}")]
+    #[error(
+        "related selector {index} names no namespace, which a cluster-scoped parent's selectors must"
+    )]
+    NoNamespace { index: usize },
+    #[error("related selector {index}: {error}")]
     BadLabels {
         index: usize,
-        text: String,
-        reason: String,
+        error: LabelSelectorError,
     },
 }
 
@@ -60,16 +64,19 @@ impl SelectorError {
             SelectorError::NotAllowed { .. } | SelectorError::OtherNamespace { .. } => {
                 "RelatedNotAllowed"
             }
-            SelectorError::BadKind { .. } | SelectorError::BadLabels { .. } => "RelatedInvalid",
+            SelectorError::NoNamespace { .. }
+            | SelectorError::BadKind { .. }
+            | SelectorError::BadLabels { .. } => "RelatedInvalid",
         }
     }
 }
 
 /// Checks the module's `selectors` for a parent in `parent_namespace`: each kind in `allowed` (`None`:
-/// no allow-list, as `render` without `--related`), each namespace the parent's.
+/// no allow-list, as `render` without `--related`), each namespace the parent's. A cluster-scoped parent
+/// (`parent_namespace` `None`) has no namespace of its own: its selectors name one, any one.
 pub fn check(
     selectors: &[Selector],
-    parent_namespace: &str,
+    parent_namespace: Option<&str>,
     allowed: Option<&[Gvk]>,
 ) -> Result<Vec<RelatedSelector>, SelectorError> {
     selectors
@@ -96,23 +103,25 @@ pub fn check(
                     },
                 });
             }
-            let namespace = selector.namespace.as_deref().unwrap_or(parent_namespace);
-            if namespace != parent_namespace {
-                return Err(SelectorError::OtherNamespace {
-                    index,
-                    namespace: namespace.to_string(),
-                    parent_namespace: parent_namespace.to_string(),
-                });
-            }
+            let namespace = match (selector.namespace.as_deref(), parent_namespace) {
+                (None, None) => return Err(SelectorError::NoNamespace { index }),
+                (Some(namespace), None) => namespace,
+                (None, Some(own)) => own,
+                (Some(namespace), Some(own)) if namespace == own => own,
+                (Some(namespace), Some(own)) => {
+                    return Err(SelectorError::OtherNamespace {
+                        index,
+                        namespace: namespace.to_string(),
+                        parent_namespace: own.to_string(),
+                    });
+                }
+            };
             let labels = selector
                 .label_selector
                 .as_deref()
                 .map(|text| {
-                    parse_label_selector(text).map_err(|reason| SelectorError::BadLabels {
-                        index,
-                        text: text.to_string(),
-                        reason,
-                    })
+                    text.parse::<LabelSelector>()
+                        .map_err(|error| SelectorError::BadLabels { index, error })
                 })
                 .transpose()?;
             Ok(RelatedSelector {
@@ -138,9 +147,10 @@ impl RelatedSelector {
         kind_matches
             && meta.namespace.as_deref() == Some(self.namespace.as_str())
             && (self.names.is_empty() || self.names.iter().any(|n| n == name))
-            && self.labels.as_ref().is_none_or(|labels| {
-                labels.matches(meta.labels.as_ref().unwrap_or(&BTreeMap::new()))
-            })
+            && self
+                .labels
+                .as_ref()
+                .is_none_or(|labels| labels.matches(meta.labels.as_ref()))
     }
 }
 
@@ -200,25 +210,38 @@ mod tests {
         let allowed = ["v1/ConfigMap".parse().unwrap()];
         let ok = check(
             &[selector("v1", "ConfigMap", None)],
-            "team-a",
+            Some("team-a"),
             Some(&allowed),
         )
         .unwrap();
         assert_eq!(ok[0].namespace, "team-a");
-        let secret = check(&[selector("v1", "Secret", None)], "team-a", Some(&allowed));
+        let secret = check(
+            &[selector("v1", "Secret", None)],
+            Some("team-a"),
+            Some(&allowed),
+        );
         let message = secret.unwrap_err().to_string();
         assert!(message.contains("v1/Secret") && message.contains("allowed: v1/ConfigMap"));
         let other = check(
             &[selector("v1", "ConfigMap", Some("team-b"))],
-            "team-a",
+            Some("team-a"),
             Some(&allowed),
         );
         assert_eq!(other.unwrap_err().reason(), "RelatedNotAllowed");
     }
 
     #[test]
+    fn a_cluster_scoped_parent_names_the_namespace_it_reads() {
+        let anywhere = check(&[selector("v1", "ConfigMap", Some("team-b"))], None, None).unwrap();
+        assert_eq!(anywhere[0].namespace, "team-b");
+        let nowhere = check(&[selector("v1", "ConfigMap", None)], None, None).unwrap_err();
+        assert_eq!(nowhere.reason(), "RelatedInvalid");
+        assert!(nowhere.to_string().contains("cluster-scoped"), "{nowhere}");
+    }
+
+    #[test]
     fn matching_takes_kind_namespace_names_and_labels() {
-        let checked = check(&[selector("v1", "ConfigMap", None)], "team-a", None).unwrap();
+        let checked = check(&[selector("v1", "ConfigMap", None)], Some("team-a"), None).unwrap();
         let objects = [
             object("ConfigMap", "team-a", "settings"),
             object("ConfigMap", "team-a", "other"),

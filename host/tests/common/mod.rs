@@ -3,6 +3,7 @@
 
 pub mod conformance;
 pub mod conversion;
+pub mod decorator;
 pub mod events;
 pub mod guests;
 pub mod host;

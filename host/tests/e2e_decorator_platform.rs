@@ -1,0 +1,109 @@
+//! The namespace decorator as a platform admin's `ClusterReconciler` (`serve`): the host, running as its
+//! shipped ServiceAccount and acting as the reconciler's, decorates the Namespaces its `parentSelector`
+//! matches; a team's namespaced `Reconciler` asking for Namespace parents is told to be a
+//! ClusterReconciler instead.
+
+mod common;
+
+use serde_json::json;
+use testcluster::{TestCluster, failure_guard};
+
+use common::decorator::{label, namespaces, quota_owner, wait_children_gone};
+use common::guests::component;
+use common::platform::{
+    TEST_LABEL, apply_reconciler, condition, kubectl_apply, platform_host, put_module,
+    wait_reconciler,
+};
+
+#[tokio::test]
+async fn a_cluster_reconciler_decorates_namespaces_and_a_reconciler_may_not() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let client = cluster.client().await.unwrap();
+    let test = "decorator";
+    let _host = platform_host(cluster, test, &[]).await;
+    let platform = cluster.namespace("deco-admins").await.unwrap();
+    let team = platform.clone();
+
+    // Exactly what the example's README lists, granted to the decorator's ServiceAccount.
+    let name = format!("{platform}-decorator");
+    let rules = json!([
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["resourcequotas"],
+         "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
+         "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
+    ]);
+    kubectl_apply(
+        cluster,
+        &[
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "decorator", "namespace": platform}}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+               "subjects": [{"kind": "ServiceAccount", "name": "decorator", "namespace": platform}]}),
+        ],
+    );
+    let module = component("guest_namespace_decorator");
+    put_module(&client, &platform, "decorator", "decorator.wasm", &module).await;
+    let spec = json!({
+        "parent": {"apiVersion": "v1", "kind": "Namespace"},
+        "children": [{"apiVersion": "v1", "kind": "ResourceQuota"},
+                     {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy"}],
+        "module": {"configMap": {"name": "decorator", "namespace": platform, "key": "decorator.wasm"}},
+        "serviceAccount": {"namespace": platform, "name": "decorator"},
+        "parentSelector": format!("team={team}"),
+    });
+    let labels = json!({ TEST_LABEL: test });
+    let cluster_reconciler = json!({
+        "apiVersion": "reconcile-host.dev/v1alpha1", "kind": "ClusterReconciler",
+        "metadata": {"name": name, "labels": labels}, "spec": spec,
+    });
+    apply_reconciler(&client, &cluster_reconciler).await;
+
+    let decorated = cluster.namespace("deco-platform").await.unwrap();
+    let api = namespaces(&client);
+    label(&api, &decorated, json!({"labels": {"team": team}})).await;
+    let uid = api.get(&decorated).await.unwrap().metadata.uid.unwrap();
+    assert_eq!(
+        quota_owner(&client, &decorated).await,
+        (format!("Namespace/{decorated}"), uid)
+    );
+    // Its status counts the parents it takes, not every Namespace of the cluster.
+    wait_reconciler(&client, None, &name, "1 parent", |status| {
+        status["parents"] == 1
+    })
+    .await;
+    label(&api, &decorated, json!({"labels": {"team": null}})).await;
+    wait_children_gone(&client, &decorated).await;
+
+    // The same as a team's namespaced Reconciler: refused, and told what to use.
+    let mut spec = spec;
+    let spec_map = spec.as_object_mut().unwrap();
+    spec_map.remove("serviceAccount");
+    spec_map.insert("serviceAccountName".into(), json!("decorator"));
+    spec["module"]["configMap"] = json!({"name": "decorator", "key": "decorator.wasm"});
+    let reconciler = json!({
+        "apiVersion": "reconcile-host.dev/v1alpha1", "kind": "Reconciler",
+        "metadata": {"name": "decorator", "namespace": platform, "labels": labels}, "spec": spec,
+    });
+    apply_reconciler(&client, &reconciler).await;
+    let status = wait_reconciler(
+        &client,
+        Some(&platform),
+        "decorator",
+        "InvalidSpec",
+        |status| condition(status, "Ready").is_some_and(|c| c["reason"] == "InvalidSpec"),
+    )
+    .await;
+    let message = condition(&status, "Ready").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("v1/Namespace is cluster-scoped")
+            && message.contains("use a ClusterReconciler"),
+        "{message}"
+    );
+}
