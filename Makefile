@@ -83,7 +83,8 @@ clean:
 deploy-module: guests
 	cp $(MYAPP_GUEST) deploy/module/myapp.wasm
 
-# Puts the built MyApp and Website guests where the examples' kustomizations take them from.
+# Puts the built MyApp, Website and ConfiguredApp guests where the examples' kustomizations take them from.
 example-modules: guests
 	cp $(MYAPP_GUEST) examples/myapp/reconciler/module/myapp.wasm
 	cp $(GUEST_TARGET)/wasm32-wasip2/release/guest_website.wasm examples/website/reconciler/module/website.wasm
+	cp $(GUEST_TARGET)/wasm32-wasip2/release/guest_configured.wasm examples/configured/reconciler/module/configured.wasm
