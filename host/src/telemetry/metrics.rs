@@ -1,79 +1,16 @@
 //! Prometheus metrics: controller-runtime's names for the controller (so existing dashboards and alerts
 //! work), and `reconcile_host_*` for the guest runtime and the module. Every series carries
 //! controller-runtime's `controller` label, so one host running many reconcilers (`serve`) reports each
-//! on its own.
+//! on its own. The families themselves (names, help, labels) are in `families`; this is how a
+//! controller records into them.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ControllerLabels {
-    controller: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabels {
-    controller: String,
-    result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReasonLabels {
-    controller: String,
-    reason: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ModuleLabels {
-    controller: String,
-    digest: String,
-    result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DigestLabels {
-    controller: String,
-    digest: String,
-}
-
-/// Counts one controller's failing parents. Counted at scrape time, not at reconcile time: a parent
-/// deleted while failing is never reconciled again, and must still leave the count.
-pub type FailingCounter = Box<dyn Fn() -> usize + Send + Sync>;
-
-type SecondsFamily = Family<ControllerLabels, Histogram, fn() -> Histogram>;
-
-/// The metric families, registered once per process and shared by every controller's handle.
-struct Families {
-    registry: Registry,
-    reconcile_total: Family<ResultLabels, Counter>,
-    reconcile_errors: Family<ControllerLabels, Counter>,
-    reconcile_time: SecondsFamily,
-    active_workers: Family<ControllerLabels, Gauge>,
-    guest_call_time: SecondsFamily,
-    guest_failures: Family<ReasonLabels, Counter>,
-    module_loads: Family<ModuleLabels, Counter>,
-    active_module: Family<DigestLabels, Gauge>,
-    child_applies: Family<ResultLabels, Counter>,
-    related_triggers: Family<ControllerLabels, Counter>,
-    shadow_parents: Family<ResultLabels, Gauge>,
-    failing_parents: Family<ControllerLabels, Gauge>,
-    module_refused: Family<ControllerLabels, Gauge>,
-    max_workers: Family<ControllerLabels, Gauge>,
-    conversions: Family<ResultLabels, Counter>,
-    leader: Gauge,
-    /// Each controller's count of failing parents, taken when scraped (see `count_failing_parents`).
-    failing_counters: Mutex<HashMap<String, FailingCounter>>,
-    /// Each controller's active digest, to take its series down when another replaces it.
-    active_digests: Mutex<HashMap<String, String>>,
-}
+pub use super::families::FailingCounter;
+use super::families::{
+    ControllerLabels, DigestLabels, Families, ModuleLabels, ReasonLabels, ResultLabels,
+};
 
 /// One controller's view of the process's metrics: every figure it records carries its `controller`
 /// label. Cheap to clone; `for_controller` gives another controller a handle on the same registry.
@@ -81,122 +18,6 @@ struct Families {
 pub struct Metrics {
     families: Arc<Families>,
     controller: ControllerLabels,
-}
-
-fn seconds_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
-}
-
-impl Families {
-    fn new() -> Families {
-        let families = Families {
-            registry: Registry::default(),
-            reconcile_total: Family::default(),
-            reconcile_errors: Family::default(),
-            reconcile_time: Family::new_with_constructor(seconds_histogram),
-            active_workers: Family::default(),
-            guest_call_time: Family::new_with_constructor(seconds_histogram),
-            guest_failures: Family::default(),
-            module_loads: Family::default(),
-            active_module: Family::default(),
-            child_applies: Family::default(),
-            related_triggers: Family::default(),
-            shadow_parents: Family::default(),
-            failing_parents: Family::default(),
-            module_refused: Family::default(),
-            max_workers: Family::default(),
-            conversions: Family::default(),
-            leader: Gauge::default(),
-            failing_counters: Mutex::default(),
-            active_digests: Mutex::default(),
-        };
-        let mut registry = Registry::default();
-        let f = &families;
-        registry.register(
-            "controller_runtime_reconcile",
-            "Reconciliations by result",
-            f.reconcile_total.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_errors",
-            "Reconciliations that failed",
-            f.reconcile_errors.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_time_seconds",
-            "Time of one reconciliation",
-            f.reconcile_time.clone(),
-        );
-        registry.register(
-            "reconcile_host_related_triggers",
-            "Parents queued because an object they selected as related changed",
-            f.related_triggers.clone(),
-        );
-        registry.register(
-            "reconcile_host_conversions",
-            "Conversion webhook reviews by result: success, or why the review failed",
-            f.conversions.clone(),
-        );
-        registry.register(
-            "controller_runtime_active_workers",
-            "Reconciliations running now",
-            f.active_workers.clone(),
-        );
-        registry.register(
-            "reconcile_host_guest_call_duration_seconds",
-            "Time of one guest call",
-            f.guest_call_time.clone(),
-        );
-        registry.register(
-            "reconcile_host_guest_failures",
-            "Guest calls that gave no usable answer, by reason",
-            f.guest_failures.clone(),
-        );
-        registry.register(
-            "reconcile_host_module_loads",
-            "Module versions loaded or refused, by digest",
-            f.module_loads.clone(),
-        );
-        registry.register(
-            "reconcile_host_active_module",
-            "The module serving reconciles (1 for its digest)",
-            f.active_module.clone(),
-        );
-        registry.register(
-            "reconcile_host_child_applies",
-            "Server-side applies of desired children: applied, or skipped as changing nothing",
-            f.child_applies.clone(),
-        );
-        registry.register(
-            "reconcile_host_shadow_parents",
-            "Parents on which the shadow module's last answer agrees with, differs from, or failed beside the active one's",
-            f.shadow_parents.clone(),
-        );
-        registry.register(
-            "reconcile_host_failing_parents",
-            "Parents whose last reconcile failed (Ready=False), among the live ones",
-            f.failing_parents.clone(),
-        );
-        registry.register(
-            "reconcile_host_module_refused",
-            "1 while the latest module version offered was refused and the previous one keeps serving",
-            f.module_refused.clone(),
-        );
-        registry.register(
-            "controller_runtime_max_concurrent_reconciles",
-            "How many reconciles may run at once (0: no limit)",
-            f.max_workers.clone(),
-        );
-        registry.register(
-            "reconcile_host_leader",
-            "1 while this process may reconcile (it holds the lease, or runs without leader election)",
-            f.leader.clone(),
-        );
-        Families {
-            registry,
-            ..families
-        }
-    }
 }
 
 impl Metrics {

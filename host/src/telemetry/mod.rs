@@ -1,6 +1,7 @@
-//! What the host tells operators: logs (`logging`), Prometheus metrics (`metrics`), and the health,
+//! What the host tells operators: logs (`logging`), Prometheus metrics (`families`, recorded through `metrics`), and the health,
 //! readiness and metrics endpoints (`server`).
 
+mod families;
 mod logging;
 mod metrics;
 mod server;
