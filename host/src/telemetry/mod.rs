@@ -1,5 +1,5 @@
-//! What the host tells operators: logs (`logging`), Prometheus metrics (`families`, recorded through `metrics`), and the health,
-//! readiness and metrics endpoints (`server`).
+//! What the host tells operators: logs (`logging`), Prometheus metrics (`families`, recorded through
+//! `metrics`), and the health, readiness and metrics endpoints (`server`).
 
 mod families;
 mod logging;
