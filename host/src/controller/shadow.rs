@@ -16,7 +16,6 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 use super::context::Context;
-use super::ownership::child_id;
 use crate::guest::{Answer, Module, Request};
 use crate::text::truncate;
 use crate::validate::{Child, validate_in};
@@ -89,12 +88,18 @@ impl Shadow {
     }
 }
 
-/// An answer as compared: children keyed by `Kind/name` (so that a pointer names the child), status,
-/// requeue and finalized.
+/// An answer as compared: children keyed by `Kind/namespace/name` (so that a pointer names the child;
+/// the namespace because a cluster-scoped parent's children may share a name across namespaces),
+/// status, requeue and finalized.
 pub fn comparable(children: &[Child], answer: &Answer) -> Value {
     let children: Map<String, Value> = children
         .iter()
-        .map(|c| (child_id(c), c.object.clone()))
+        .map(|c| {
+            (
+                format!("{}/{}/{}", c.kind.kind, c.namespace(), c.name),
+                c.object.clone(),
+            )
+        })
         .collect();
     json!({
         "children": children,
@@ -201,6 +206,28 @@ mod tests {
             Verdict::Differs("/children/Deployment~1a/metadata/labels/example.com~1variant".into())
         );
         assert!(diff.contains("\"value\":\"c\""), "{diff}");
+    }
+
+    #[test]
+    fn children_of_one_name_in_two_namespaces_are_compared_apart() {
+        let quota = |namespace: &str, cpu: &str| Child {
+            kind: "v1/ResourceQuota".parse().unwrap(),
+            name: "quota".into(),
+            object: json!({"metadata": {"name": "quota", "namespace": namespace},
+                           "spec": {"hard": {"cpu": cpu}}}),
+        };
+        let answer = Answer {
+            children: Vec::new(),
+            status: None,
+            requeue_after: None,
+            finalized: false,
+        };
+        let active = comparable(&[quota("a", "1"), quota("b", "1")], &answer);
+        let candidate = comparable(&[quota("a", "2"), quota("b", "1")], &answer);
+        assert_eq!(
+            compare(&active, &candidate).0,
+            Verdict::Differs("/children/ResourceQuota~1a~1quota/spec/hard/cpu".into())
+        );
     }
 
     #[test]
