@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use reconcile_host::cli::{Cli, Command};
-use reconcile_host::{conformance, controller, migrate, plan, platform, render, telemetry};
+use reconcile_host::{conformance, controller, memory, migrate, plan, platform, render, telemetry};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -28,10 +28,12 @@ fn main() -> ExitCode {
             migrate::migrate_storage(&args, &mut std::io::stdout().lock()).map(done)
         }
         Command::Run(args) => {
+            memory::limit_arenas();
             telemetry::init_logging(cli.log_format, "info,kube=warn");
             controller::run(*args).map(done)
         }
         Command::Serve(args) => {
+            memory::limit_arenas();
             telemetry::init_logging(cli.log_format, "info,kube=warn");
             platform::serve(*args).map(done)
         }

@@ -40,7 +40,10 @@ impl Module {
             Some(component) => component,
             None => {
                 let component = Component::new(&runtime.engine, bytes)
-                    .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
+                    .map_err(|e| LoadError::Compile(format!("{e:#}")));
+                // Failed or not, the compile's transient memory is free now.
+                crate::memory::release_freed_memory();
+                let component = component?;
                 if let Some(cache) = &cache {
                     cache.store(&digest, &component);
                 }
