@@ -82,7 +82,7 @@ async fn reconcile_inner(
         .request_with_related(parent, key, &observed, finalizing, &module)
         .await?;
     let shadow_request = ctx.shadow.module().map(|_| request.clone());
-    let (answer, answering) = ctx.call_guest(key, module, request).await?;
+    let answer = ctx.call_guest(key, module.clone(), request).await?;
     let children = validate_in(&answer, &ctx.placement(parent), &ctx.rules)?;
 
     let applied = ctx.apply_children(parent, &children, &observed).await?;
@@ -99,7 +99,7 @@ async fn reconcile_inner(
     }
     let reconciled = Outcome::Reconciled {
         guest_status: answer.status.as_ref(),
-        module_digest: answering.digest(),
+        module_digest: module.digest(),
         children: children.len(),
         children_written: applied.wrote || !changes.is_empty(),
     };
@@ -130,14 +130,13 @@ pub fn error_policy(
 }
 
 impl Context {
-    /// Calls `module` for the parent `key` and returns its answer with the module that gave it.
+    /// Calls `module` for the parent `key` and returns its answer.
     pub async fn call_guest(
         &self,
         key: &str,
         module: Arc<Module>,
         request: Request,
-    ) -> Result<(Answer, Arc<Module>), ReconcileError> {
-        let answering = module.clone();
+    ) -> Result<Answer, ReconcileError> {
         let tag = key.to_string();
         // Guest calls are CPU-bound and may run up to their deadline: keep them off the async workers.
         let (answer, took) = tokio::task::spawn_blocking(move || {
@@ -147,7 +146,7 @@ impl Context {
         .await?;
         self.metrics
             .guest_call(took, answer.as_ref().err().map(|e| e.reason()));
-        Ok((answer?, answering))
+        Ok(answer?)
     }
 
     /// Publishes an Event on the parent; a failure to do so is logged, never fatal.

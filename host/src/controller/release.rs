@@ -40,7 +40,7 @@ impl Context {
         let request = self
             .request_with_related(parent, key, &observed, true, &module)
             .await?;
-        let (answer, _) = self.call_guest(key, module, request).await?;
+        let answer = self.call_guest(key, module, request).await?;
         if !answer.finalized {
             return Ok(Action::requeue(
                 answer.requeue_after.unwrap_or(FINALIZE_AGAIN),
