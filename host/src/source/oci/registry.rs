@@ -236,10 +236,16 @@ pub(super) fn registry_error(
     reference: &OciReference,
     error: OciDistributionError,
 ) -> OciError {
+    let hint = match error {
+        OciDistributionError::UnauthorizedError { .. } => {
+            " (the registry wants credentials the host does not have: see --oci-credentials)"
+        }
+        _ => "",
+    };
     OciError::Registry {
         action,
         reference: reference.to_string(),
-        reason: chain(&error),
+        reason: format!("{}{hint}", chain(&error)),
     }
 }
 
