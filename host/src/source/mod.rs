@@ -117,3 +117,22 @@ impl FromStr for ConfigMapRef {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_module_location_is_a_registry_reference_only_with_the_oci_scheme() {
+        assert_eq!(
+            "myapp.wasm".parse::<ModuleLocation>().unwrap(),
+            ModuleLocation::File("myapp.wasm".into())
+        );
+        assert!(matches!(
+            "oci://registry.example.com/team/myapp:v1".parse::<ModuleLocation>(),
+            Ok(ModuleLocation::Oci(_))
+        ));
+        let error = "oci://myapp".parse::<ModuleLocation>().unwrap_err();
+        assert!(error.contains("name the registry host"), "{error}");
+    }
+}

@@ -9,33 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-use super::guests::repo_root;
+use super::guests::go_tools;
 
 /// The registry binary.
 fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let dir = match std::env::var_os("RECONCILE_HOST_REGISTRY_BIN") {
-            Some(dir) => PathBuf::from(dir),
-            None => {
-                let out = Command::new(repo_root().join("tests/registry/build.sh"))
-                    .output()
-                    .expect("running tests/registry/build.sh");
-                assert!(
-                    out.status.success(),
-                    "tests/registry/build.sh failed:\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                let stdout = String::from_utf8_lossy(&out.stdout);
-                PathBuf::from(
-                    stdout
-                        .lines()
-                        .last()
-                        .expect("the script prints its directory"),
-                )
-            }
-        };
-        dir.join("registry")
+        go_tools("RECONCILE_HOST_REGISTRY_BIN", "tests/registry/build.sh").join("registry")
     })
 }
 
