@@ -1,7 +1,7 @@
 //! The `oci://` module source against a real registry (go-containerregistry's, built from Go modules):
 //! modules pushed with `reconcile-host push`, pulled by tag and by digest, a retag followed, a restart
 //! served from the disk cache, and each failure (a corrupted layer, a missing tag, the registry down at
-//! start or at a swap, credentials required) a clear error that never yields another module, so the
+//! start or at a swap, credentials required, an HTTPS registry with a private CA) a clear error that never yields another module, so the
 //! hot swap keeps the last good one.
 
 mod common;
@@ -216,5 +216,24 @@ async fn a_registry_that_wants_credentials_gets_them_from_a_dockerconfigjson() {
         ..plain
     };
     let mut updates = source_with(&reference, with_credentials, None).updates(None);
+    assert_eq!(next(&mut updates).await.unwrap(), bytes(&module));
+}
+
+#[tokio::test]
+async fn an_https_registry_with_a_private_ca_is_trusted_only_with_its_ca_file() {
+    let registry = Registry::with_tls();
+    let module = component("guest_myapp");
+    let pinned = registry.push(&module, "myapp:v1", &[]);
+    let ca = registry.ca.clone().unwrap();
+
+    let untrusted = source_with(&pinned, RegistryArgs::default(), None);
+    let error = next(&mut untrusted.updates(None)).await.unwrap_err();
+    assert!(error.contains("UnknownIssuer"), "{error}");
+    // Trusted once the operator names its CA (on top of the system's).
+    let trusted = RegistryArgs {
+        oci_ca_file: Some(ca),
+        ..RegistryArgs::default()
+    };
+    let mut updates = source_with(&pinned, trusted, None).updates(None);
     assert_eq!(next(&mut updates).await.unwrap(), bytes(&module));
 }

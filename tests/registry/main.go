@@ -2,28 +2,38 @@
 // go-containerregistry's registry (the one `crane registry serve` runs) with two additions the tests
 // need, and one fix: blobs stored as plain files that are served as they are on disk, never re-hashed on read (as
 // most registries' storage drivers do), so that a test can corrupt a layer and see the host catch it;
-// optional HTTP basic auth, for the "credentials required" case; and the `Location` header the OCI
+// optional HTTP basic auth, for the "credentials required" case; optional HTTPS with a CA of its own
+// making (written as PEM for the client to trust), for the private-CA case; and the `Location` header the OCI
 // distribution spec requires on a completed blob upload and a pushed manifest, which this registry
 // leaves out and spec-following clients (the host's) expect.
 //
-//	registry -addr 127.0.0.1:0 -dir BLOBS [-auth USER:PASSWORD]
+//	registry -addr 127.0.0.1:0 -dir BLOBS [-auth USER:PASSWORD] [-tls-ca CA.pem]
 //
 // prints `listening on HOST:PORT` once it accepts connections.
 package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -114,10 +124,55 @@ func withUploadLocation(next http.Handler) http.Handler {
 	})
 }
 
+// selfSigned makes a CA and, signed by it, a serving certificate for 127.0.0.1; writes the CA, as
+// PEM, to caFile.
+func selfSigned(caFile string) (tls.Certificate, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	ca := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "reconcile-host test registry CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{leafDER, caDER}, PrivateKey: key}, nil
+}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	dir := flag.String("dir", "", "blob directory (required)")
 	auth := flag.String("auth", "", "USER:PASSWORD required on every request (default: none)")
+	tlsCA := flag.String("tls-ca", "", "serve HTTPS with a certificate from a CA of its own, written here as PEM")
 	flag.Parse()
 	if *dir == "" {
 		log.Fatal("registry: -dir is required")
@@ -133,6 +188,13 @@ func main() {
 	listener, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatalf("registry: %v", err)
+	}
+	if *tlsCA != "" {
+		cert, err := selfSigned(*tlsCA)
+		if err != nil {
+			log.Fatalf("registry: %v", err)
+		}
+		listener = tls.NewListener(listener, &tls.Config{Certificates: []tls.Certificate{cert}})
 	}
 	fmt.Printf("listening on %s\n", listener.Addr())
 	log.Fatal(http.Serve(listener, handler))

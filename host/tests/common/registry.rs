@@ -25,22 +25,30 @@ pub struct Registry {
     pub addr: String,
     blobs: tempfile::TempDir,
     log: PathBuf,
+    /// The certificate of an HTTPS registry (its own CA).
+    pub ca: Option<PathBuf>,
 }
 
 impl Registry {
     /// A registry anyone may pull from and push to.
     pub fn start() -> Registry {
-        Registry::spawn(None)
+        Registry::spawn(None, false)
     }
 
     /// A registry that asks for `user:password` on every request.
     pub fn with_auth(user_password: &str) -> Registry {
-        Registry::spawn(Some(user_password))
+        Registry::spawn(Some(user_password), false)
     }
 
-    fn spawn(auth: Option<&str>) -> Registry {
+    /// A registry on HTTPS with a self-signed certificate (`ca`).
+    pub fn with_tls() -> Registry {
+        Registry::spawn(None, true)
+    }
+
+    fn spawn(auth: Option<&str>, tls: bool) -> Registry {
         let blobs = tempfile::tempdir().unwrap();
         let log = blobs.path().join("registry.log");
+        let ca = tls.then(|| blobs.path().join("ca.pem"));
         let mut command = Command::new(binary());
         command
             .args(["-addr", "127.0.0.1:0", "-dir"])
@@ -49,6 +57,9 @@ impl Registry {
             .stderr(std::fs::File::create(&log).unwrap());
         if let Some(auth) = auth {
             command.args(["-auth", auth]);
+        }
+        if let Some(ca) = &ca {
+            command.arg("-tls-ca").arg(ca);
         }
         let mut child = command.spawn().expect("starting the test registry");
         let mut line = String::new();
@@ -65,6 +76,7 @@ impl Registry {
             addr,
             blobs,
             log,
+            ca,
         }
     }
 
@@ -73,9 +85,12 @@ impl Registry {
         format!("oci://{}/{repository_and_tag}", self.addr)
     }
 
-    /// The host flags to reach this registry (plain HTTP).
+    /// The host flags to reach this registry: plain HTTP, or HTTPS trusting its certificate.
     pub fn flags(&self) -> Vec<String> {
-        vec!["--oci-plain-http".into(), self.addr.clone()]
+        match &self.ca {
+            Some(ca) => vec!["--oci-ca-file".into(), ca.display().to_string()],
+            None => vec!["--oci-plain-http".into(), self.addr.clone()],
+        }
     }
 
     /// Pushes a module with `reconcile-host push`; its digest reference (`oci://...@sha256:...`).

@@ -10,6 +10,7 @@
 //! network.
 
 mod cache;
+mod credentials;
 mod push;
 mod registry;
 
