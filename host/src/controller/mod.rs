@@ -106,9 +106,9 @@ pub struct RunArgs {
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
-    /// A candidate module (.wasm file or `oci://` reference) called beside the active one on every reconcile and never
-    /// applied; where it answers differently, the parent gets a `ShadowDiffers` Event. Watched and
-    /// hot-swapped like `--module`.
+    /// A candidate module (a .wasm file or an `oci://` reference) called beside the active one on
+    /// every reconcile and never applied; where it answers differently, the parent gets a
+    /// `ShadowDiffers` Event. Watched and hot-swapped like `--module`.
     #[arg(long, env = "RECONCILE_HOST_SHADOW_MODULE")]
     pub shadow_module: Option<ModuleLocation>,
     /// The candidate module in a ConfigMap's binaryData, NAMESPACE/NAME[/KEY] (see `--shadow-module`).
