@@ -52,7 +52,12 @@ impl Context {
         let desired = desired_status(&current, parent.metadata.generation, outcome);
         let uid = uid_of(parent)?;
         let version = parent.metadata.resource_version.as_deref();
-        if desired == current || self.written_status.already_written(uid, version, &desired) {
+        if desired == current {
+            self.metrics.status_write("unchanged");
+            return Ok(());
+        }
+        if self.written_status.already_written(uid, version, &desired) {
+            self.metrics.status_write("stale_cache");
             return Ok(());
         }
         // A merge patch that nulls the keys the new status drops: the guest's part is replaced, not merged.
@@ -70,6 +75,7 @@ impl Context {
             .await
             .map_err(ReconcileError::Parent)?;
         self.written_status.record(uid, version, &desired);
+        self.metrics.status_write("written");
         Ok(())
     }
 }
