@@ -105,26 +105,23 @@ fn convergence(out: &mut String, r: &Results) {
             h.reconcile_seconds * r.parents as f64 * 100.0 / (CONCURRENCY as f64 * secs(ours)),
         );
     }
-    let _ = writeln!(
-        out,
-        "  ours / floor   {:>6.2}x   (target <= 1.5x)",
-        secs(ours) / secs(floor)
-    );
-    let _ = writeln!(
-        out,
-        "  ours / checked floor {:>6.2}x   (what the controller costs beyond the requests its rules need)",
-        secs(ours) / secs(&r.checked_floor)
-    );
-    let _ = writeln!(
-        out,
-        "  python / ours  {:>6.2}x   (target >= 10x)",
-        secs(python) / secs(ours)
-    );
-    let _ = writeln!(
-        out,
-        "  native / ours  {:>6.2}x   (target >= 1x: ours no slower)",
-        secs(native) / secs(ours)
-    );
+    let ratios = [
+        ("ours / floor", secs(ours) / secs(floor), "target <= 1.5x"),
+        (
+            "ours / checked floor",
+            secs(ours) / secs(&r.checked_floor),
+            "what the controller costs beyond the requests its rules need",
+        ),
+        ("python / ours", secs(python) / secs(ours), "target >= 10x"),
+        (
+            "native / ours",
+            secs(native) / secs(ours),
+            "target >= 1x: ours no slower",
+        ),
+    ];
+    for (name, ratio, target) in ratios {
+        let _ = writeln!(out, "  {name:<20} {ratio:>6.2}x   ({target})");
+    }
     if let (Some(o), Some(n)) = (ours.rss_mib, native.rss_mib) {
         let _ = writeln!(
             out,
