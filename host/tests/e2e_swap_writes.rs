@@ -1,5 +1,7 @@
-//! A hot swap costs what it changes: a new module whose answers are the same as the old one's writes
-//! no child and no parent status, though every parent is reconciled by it.
+//! Writes cost what they change. A hot swap to a new module whose answers are the same as the old
+//! one's writes no child and no parent status, though every parent is reconciled by it; and a new
+//! parent's status is written once per state it reaches, not again by a reconcile that ran before the
+//! cache showed the host's own write.
 
 mod common;
 
@@ -112,5 +114,35 @@ async fn a_swap_to_a_module_that_answers_the_same_writes_nothing() {
     assert_eq!(
         status["moduleDigest"], old_digest,
         "the state is still the one the first module made"
+    );
+}
+
+#[tokio::test]
+async fn a_new_parent_costs_one_status_write_per_state_it_reaches() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    install_crd(cluster);
+    let namespace = cluster.namespace("status-writes").await.unwrap();
+    let client = cluster.client().await.unwrap();
+    let module = component("guest_myapp");
+    let host = HostProcess::myapp(cluster.kubeconfig_path(), &namespace, &module, &[]);
+    create_myapps(&client, &namespace, PARENTS).await;
+    for i in 0..PARENTS {
+        wait_ready_myapp(&client, &namespace, &format!("app-{i:02}")).await;
+    }
+
+    let text = http::get(&host.metrics_addr().unwrap(), "/metrics")
+        .unwrap()
+        .1;
+    let written = http::sample(
+        &text,
+        "reconcile_host_status_writes_total",
+        r#"result="written""#,
+    );
+    // Each parent reaches at most two statuses, Created then Ready (Ready at once if its Deployment
+    // was ready by its first reconcile).
+    assert!(
+        (PARENTS as f64..=2.0 * PARENTS as f64).contains(&written),
+        "{written} status writes for {PARENTS} new parents that each went at most Created, Ready"
     );
 }

@@ -53,3 +53,16 @@ pub async fn write(
     }
     Ok(())
 }
+
+/// The answer as two: its children alone, then its status alone (to write them as separate steps).
+pub fn split(out: guest_myapp::Output) -> (guest_myapp::Output, guest_myapp::Output) {
+    let status = guest_myapp::Output {
+        status: out.status.clone(),
+        ..guest_myapp::Output::default()
+    };
+    let children = guest_myapp::Output {
+        status: None,
+        ..out
+    };
+    (children, status)
+}

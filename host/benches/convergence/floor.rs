@@ -1,14 +1,31 @@
 //! The floor: no controller, no watch, no cache. A bare client creates each MyApp and, as soon as it
 //! exists, writes what a controller would: the Deployment by server-side apply, then the status. The
 //! content comes from the same logic, so the bytes written are the same as the contenders'.
+//!
+//! The checked floor sends, besides, the two requests reconcile-host's rules add for a new child: the
+//! GET that finds out whether something else already has the child's name (its cache holds only the
+//! objects it labelled), and the `Created` Event. Between the two floors is what those rules cost;
+//! between the checked floor and reconcile-host, what the controller itself costs (watches, queue,
+//! caches).
 
 use futures::{StreamExt, TryStreamExt};
-use kube::Client;
-use kube::api::DynamicObject;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
 
-use crate::{CONCURRENCY, answer};
+use crate::{CONCURRENCY, answer, myapp};
 
 const MANAGER: &str = "bench-floor";
+
+/// Which requests the floor sends per parent.
+#[derive(Clone, Copy)]
+pub enum Floor {
+    /// The child's apply and the status.
+    Bare,
+    /// A GET of the child's name, the apply, a `Created` Event and the status.
+    Checked,
+}
 
 /// Creates the parents (`create` yields each created object, `CONCURRENCY` at a time) and writes
 /// their children and status, `CONCURRENCY` at a time, as they come.
@@ -16,16 +33,49 @@ pub async fn write_all(
     client: &Client,
     namespace: &str,
     created: impl futures::Stream<Item = anyhow::Result<DynamicObject>>,
+    floor: Floor,
 ) -> anyhow::Result<()> {
+    let recorder = Recorder::new(client.clone(), Reporter::from(MANAGER));
+    let recorder = &recorder;
     created
-        .map(|parent| async move { write(client, namespace, &parent?).await })
+        .map(|parent| async move { write(client, namespace, &parent?, floor, recorder).await })
         .buffer_unordered(CONCURRENCY)
         .try_collect::<()>()
         .await
 }
 
-async fn write(client: &Client, namespace: &str, parent: &DynamicObject) -> anyhow::Result<()> {
+async fn write(
+    client: &Client,
+    namespace: &str,
+    parent: &DynamicObject,
+    floor: Floor,
+    recorder: &Recorder,
+) -> anyhow::Result<()> {
     let out = guest_myapp::reconcile(&serde_json::to_string(parent)?, &[], false)
         .map_err(anyhow::Error::msg)?;
-    answer::write(client, namespace, parent, out, MANAGER).await
+    let Floor::Checked = floor else {
+        return answer::write(client, namespace, parent, out, MANAGER).await;
+    };
+    let name = format!(
+        "{}-deploy",
+        parent.metadata.name.as_deref().unwrap_or_default()
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    anyhow::ensure!(deployments.get_opt(&name).await?.is_none(), "{name} exists");
+    let (apply, status) = answer::split(out);
+    answer::write(client, namespace, parent, apply, MANAGER).await?;
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Created".into(),
+        note: Some(format!("Deployment/{name} created")),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    let reference = parent.object_ref(&myapp::myapp_resource());
+    let (published, written) = futures::join!(
+        recorder.publish(&event, &reference),
+        answer::write(client, namespace, parent, status, MANAGER)
+    );
+    published?;
+    written
 }

@@ -49,7 +49,7 @@ impl AppliedChildren {
     }
 }
 
-fn digest(body: &Value) -> u64 {
+pub(super) fn digest(body: &Value) -> u64 {
     let mut hasher = DefaultHasher::new();
     body.to_string().hash(&mut hasher);
     hasher.finish()

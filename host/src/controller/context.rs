@@ -16,9 +16,11 @@ use kube::{Api, Client};
 use super::applied::AppliedChildren;
 use super::backoff::Backoff;
 use super::health::ReconcilerHealth;
+use super::owner_index::OwnerIndex;
 use super::related::Related;
 use super::selection::{Selection, SelectionError};
 use super::shadow::Shadow;
+use super::written_status::WrittenStatuses;
 use super::{MANAGER, Settings};
 use crate::guest::Module;
 use crate::kind::Gvk;
@@ -46,6 +48,8 @@ impl ResolvedKind {
 pub struct ChildKind {
     pub kind: ResolvedKind,
     pub store: Store<DynamicObject>,
+    /// Which of the cached objects each parent controls; the child watch keeps it.
+    pub owned: Arc<OwnerIndex>,
 }
 
 /// Why a reconciler's kinds cannot be used; `serve` reports each with its own reason.
@@ -78,6 +82,7 @@ pub struct Context {
     pub backoff: Backoff,
     pub metrics: Metrics,
     pub applied: AppliedChildren,
+    pub written_status: WrittenStatuses,
     pub health: ReconcilerHealth,
     /// The candidate module run beside the active one, if any.
     pub shadow: Shadow,
@@ -138,6 +143,7 @@ impl Context {
             children.push(ChildKind {
                 kind,
                 store: writer.as_reader(),
+                owned: Arc::default(),
             });
             writers.push(writer);
         }
@@ -161,6 +167,7 @@ impl Context {
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_secs(300)),
             metrics,
             applied: AppliedChildren::default(),
+            written_status: WrittenStatuses::default(),
             health: ReconcilerHealth::default(),
             shadow: Shadow::default(),
             concurrency: settings.concurrency,
@@ -210,9 +217,9 @@ impl Context {
     }
 
     /// Each child kind with the writer of its cache (once; later calls get nothing).
-    pub fn child_writers(&self) -> Vec<(&ResolvedKind, Writer<DynamicObject>)> {
+    pub fn child_writers(&self) -> Vec<(&ChildKind, Writer<DynamicObject>)> {
         let writers = std::mem::take(&mut *self.writers.lock().expect("writers lock poisoned"));
-        self.children.iter().map(|c| &c.kind).zip(writers).collect()
+        self.children.iter().zip(writers).collect()
     }
 
     /// `kind` in every namespace this reconciler watches.

@@ -40,8 +40,9 @@ pub async fn drive(
     for (child, writer) in ctx.child_writers() {
         let listed = Listed::new();
         children_listed.push(listed.clone());
-        let stream = watch_cache(&ctx, child, writer, selector.clone(), listed);
-        child_streams.push((stream, child.resource.clone()));
+        let index = Some(child.owned.clone());
+        let stream = watch_cache(&ctx, &child.kind, writer, selector.clone(), listed, index);
+        child_streams.push((stream, child.kind.resource.clone()));
     }
     // The related caches gate the parent watch like the child caches: a reconcile never reads one
     // before its first list.
@@ -49,7 +50,7 @@ pub async fn drive(
     for (kind, writer) in ctx.related.writers() {
         let listed = Listed::new();
         children_listed.push(listed.clone());
-        let stream = watch_cache(&ctx, kind, writer, watcher::Config::default(), listed);
+        let stream = watch_cache(&ctx, kind, writer, Default::default(), listed, None);
         related_streams.push((stream, kind.resource.clone()));
     }
     // The Namespace cache of `--child-namespace-selector`: listed before any parent is reconciled,
@@ -61,7 +62,7 @@ pub async fn drive(
             gvk: "v1/Namespace".parse().expect("a valid kind"),
             resource: ApiResource::erase::<Namespace>(&()),
         };
-        watch_cache(&ctx, &kind, writer, watcher::Config::default(), listed)
+        watch_cache(&ctx, &kind, writer, Default::default(), listed, None)
     });
     let all_children_listed = {
         let children_listed = children_listed.clone();
@@ -78,6 +79,7 @@ pub async fn drive(
                 parent_writer,
                 watcher::Config::default(),
                 parent_listed,
+                None,
             )
         }
         .flatten_stream()

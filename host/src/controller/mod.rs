@@ -12,6 +12,7 @@ mod finalizer;
 mod health;
 pub mod leader;
 mod observe;
+mod owner_index;
 mod ownership;
 mod reconcile;
 mod related;
@@ -22,6 +23,7 @@ mod status;
 pub mod swap;
 mod sync;
 mod webhook;
+mod written_status;
 
 use std::sync::Arc;
 use std::time::Duration;

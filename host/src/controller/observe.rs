@@ -1,10 +1,13 @@
-//! Observed children, read from the reflector caches: no GET per reconcile.
+//! Observed children, read from the reflector caches (found through their owner index): no GET, and
+//! no scan of the cache, per reconcile.
 
 use std::sync::Arc;
 
 use kube::core::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
 
 use super::context::{Context, ResolvedKind};
+use super::owner_index::controller_uid;
 use crate::guest::Request;
 use crate::validate::Child;
 
@@ -61,9 +64,13 @@ impl Context {
     pub fn observe(&self, namespace: Option<&str>, uid: &str) -> Vec<Observed<'_>> {
         let mut observed = Vec::new();
         for child in &self.children {
-            let owned = child.store.state_filter(|obj| match namespace {
-                Some(namespace) => controlled_by(obj, namespace, uid),
-                None => controls(obj, uid),
+            let owned = child.owned.owned(uid, |child_namespace, name| {
+                let key =
+                    ObjectRef::new_with(name, child.kind.resource.clone()).within(child_namespace);
+                child.store.get(&key).filter(|obj| match namespace {
+                    Some(namespace) => controlled_by(obj, namespace, uid),
+                    None => controls(obj, uid),
+                })
             });
             observed.extend(owned.into_iter().map(|object| Observed {
                 kind: &child.kind,
@@ -81,10 +88,5 @@ pub fn controlled_by(object: &DynamicObject, namespace: &str, uid: &str) -> bool
 
 /// Whether the controller ownerReference of `object` is the parent with `uid`.
 fn controls(object: &DynamicObject, uid: &str) -> bool {
-    object
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.uid == uid && o.controller == Some(true))
+    controller_uid(object) == Some(uid)
 }

@@ -110,7 +110,7 @@ pub fn child_id(child: &Child) -> String {
 }
 
 /// The controller ownerReference of an object, if it has one.
-fn controller_of(
+pub(super) fn controller_of(
     object: &DynamicObject,
 ) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
     object

@@ -88,22 +88,22 @@ async fn reconcile_inner(
     let applied = ctx.apply_children(parent, &children, &observed).await?;
     let mut changes = applied.changes;
     changes.extend(ctx.prune(&observed, &children).await?);
-    for change in &changes {
-        ctx.publish(
-            parent,
-            EventType::Normal,
-            change.reason(),
-            change.to_string(),
-        )
-        .await;
-    }
     let reconciled = Outcome::Reconciled {
         guest_status: answer.status.as_ref(),
         module_digest: module.digest(),
         children: children.len(),
         children_written: applied.wrote || !changes.is_empty(),
     };
-    ctx.write_status(parent, reconciled).await?;
+    // The Events and the status are independent writes: one round trip, not two, per reconcile.
+    let events = async {
+        for change in &changes {
+            let note = change.to_string();
+            ctx.publish(parent, EventType::Normal, change.reason(), note)
+                .await;
+        }
+    };
+    let ((), status) = futures::join!(events, ctx.write_status(parent, reconciled));
+    status?;
     if let Some(request) = shadow_request {
         ctx.compare_in_shadow(parent, key, request, comparable(&children, &answer));
     }

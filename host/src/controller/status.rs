@@ -1,5 +1,6 @@
 //! The parent's status: the guest's part, plus the host's `observedGeneration`, `moduleDigest` and
-//! `Ready` condition, written through the status subresource only when it changed.
+//! `Ready` condition, written through the status subresource only when it changed (and not again
+//! while the cache has yet to show the host's own write: `written_status`).
 //!
 //! `moduleDigest` names the module whose answer brought the parent to its state. An answer that changes
 //! nothing (no child written, the same guest status) leaves it, so that a swap to a module that answers
@@ -12,7 +13,7 @@ use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
 use super::context::Context;
-use super::error::{ReconcileError, name_of};
+use super::error::{ReconcileError, name_of, uid_of};
 
 /// The condition type the host owns.
 pub const READY: &str = "Ready";
@@ -49,7 +50,14 @@ impl Context {
         }
         let current = status_of(parent);
         let desired = desired_status(&current, parent.metadata.generation, outcome);
+        let uid = uid_of(parent)?;
+        let version = parent.metadata.resource_version.as_deref();
         if desired == current {
+            self.metrics.status_write("unchanged");
+            return Ok(());
+        }
+        if self.written_status.already_written(uid, version, &desired) {
+            self.metrics.status_write("stale_cache");
             return Ok(());
         }
         // A merge patch that nulls the keys the new status drops: the guest's part is replaced, not merged.
@@ -66,6 +74,8 @@ impl Context {
             )
             .await
             .map_err(ReconcileError::Parent)?;
+        self.written_status.record(uid, version, &desired);
+        self.metrics.status_write("written");
         Ok(())
     }
 }

@@ -19,6 +19,7 @@ use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::context::{Context, ResolvedKind};
+use super::owner_index::OwnerIndex;
 
 /// Whether a cache has finished its first list; any number of tasks may wait for it.
 ///
@@ -45,15 +46,17 @@ impl Listed {
     }
 }
 
-/// One watch of `kind` that fills `writer`'s cache, and the objects whose change may concern a parent:
-/// each `Apply`/`Delete` at once, each list once the cache holds it (`settle`). `listed` is set at the
-/// end of the first list. Watch errors are retried with backoff and recorded in the health.
+/// One watch of `kind` that fills `writer`'s cache (and `index`, for a child kind), and the objects
+/// whose change may concern a parent: each `Apply`/`Delete` at once, each list once the cache holds it
+/// (`settle`). `listed` is set at the end of the first list. Watch errors are retried with backoff and
+/// recorded in the health.
 pub fn watch_cache(
     ctx: &Arc<Context>,
     kind: &ResolvedKind,
     writer: Writer<DynamicObject>,
     config: watcher::Config,
     listed: Listed,
+    index: Option<Arc<OwnerIndex>>,
 ) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + use<> {
     let health = ctx.clone();
     let types = kind.type_meta();
@@ -70,16 +73,18 @@ pub fn watch_cache(
             obj.types = Some(types.clone());
             obj.metadata.managed_fields = None;
         });
-    settle(reflector::reflector(writer, watch), store, listed)
+    settle(reflector::reflector(writer, watch), store, listed, index)
 }
 
 /// The objects of `events` that may concern a parent, once `store` holds them: a list's objects are
 /// held from `Init` to `InitDone`, then emitted with the ones the list dropped (deleted while the
-/// watch was down), so that every parent a list touches is reconciled on the complete list.
+/// watch was down), so that every parent a list touches is reconciled on the complete list. `index`
+/// follows the cache: each object as it lands or goes, rebuilt when a list lands.
 fn settle<S>(
     events: S,
     store: Store<DynamicObject>,
     listed: Listed,
+    index: Option<Arc<OwnerIndex>>,
 ) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static
 where
     S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
@@ -90,15 +95,26 @@ where
         .map(move |event| {
             let out: Vec<Result<DynamicObject, watcher::Error>> = match event {
                 Err(e) => vec![Err(e)],
-                Ok(watcher::Event::Apply(obj) | watcher::Event::Delete(obj)) => vec![Ok(obj)],
+                Ok(watcher::Event::Apply(obj)) => {
+                    index.iter().for_each(|index| index.insert(&obj));
+                    vec![Ok(obj)]
+                }
+                Ok(watcher::Event::Delete(obj)) => {
+                    index.iter().for_each(|index| index.remove(&obj));
+                    vec![Ok(obj)]
+                }
                 Ok(watcher::Event::Init) => {
                     before = Some(store.state());
                     Vec::new()
                 }
                 Ok(watcher::Event::InitApply(_)) => Vec::new(),
                 Ok(watcher::Event::InitDone) => {
+                    let now = store.state();
+                    if let Some(index) = &index {
+                        index.rebuild(now.iter().map(|obj| obj.as_ref()));
+                    }
                     listed.set();
-                    listed_and_dropped(&store.state(), before.take().unwrap_or_default())
+                    listed_and_dropped(&now, before.take().unwrap_or_default())
                 }
             };
             stream::iter(out)
@@ -166,7 +182,7 @@ mod tests {
         ));
         let store = writer.as_reader();
         let events = reflector::reflector(writer, stream::iter(events.into_iter().map(Ok)));
-        settle(events, store.clone(), listed.clone())
+        settle(events, store.clone(), listed.clone(), None)
             .map(|obj| (obj.unwrap().metadata.name.unwrap(), store.state().len()))
             .collect()
             .await

@@ -60,6 +60,7 @@ pub(super) struct Families {
     pub(super) module_loads: Family<ModuleLabels, Counter>,
     pub(super) active_module: Family<DigestLabels, Gauge>,
     pub(super) child_applies: Family<ResultLabels, Counter>,
+    pub(super) status_writes: Family<ResultLabels, Counter>,
     pub(super) related_triggers: Family<ControllerLabels, Counter>,
     pub(super) shadow_parents: Family<ResultLabels, Gauge>,
     pub(super) failing_parents: Family<ControllerLabels, Gauge>,
@@ -90,6 +91,7 @@ impl Families {
             module_loads: Family::default(),
             active_module: Family::default(),
             child_applies: Family::default(),
+            status_writes: Family::default(),
             related_triggers: Family::default(),
             shadow_parents: Family::default(),
             failing_parents: Family::default(),
@@ -116,6 +118,11 @@ impl Families {
             "controller_runtime_reconcile_time_seconds",
             "Time of one reconciliation",
             f.reconcile_time.clone(),
+        );
+        registry.register(
+            "reconcile_host_status_writes",
+            "Parent statuses after a reconcile: written, unchanged, or not written again because the cache had yet to show the host's own write (stale_cache)",
+            f.status_writes.clone(),
         );
         registry.register(
             "reconcile_host_related_triggers",

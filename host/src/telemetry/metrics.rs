@@ -135,6 +135,12 @@ impl Metrics {
         counter.inc_by(parents as u64);
     }
 
+    /// Counts a parent status: `written`, `unchanged`, or `stale_cache` (see `controller::written_status`).
+    pub fn status_write(&self, result: &'static str) {
+        let labels = self.labels(|controller| ResultLabels { controller, result });
+        self.families.status_writes.get_or_create(&labels).inc();
+    }
+
     /// Counts a desired child: `applied`, or `skipped` as an apply that would change nothing.
     pub fn child_apply(&self, result: &'static str) {
         let labels = self.labels(|controller| ResultLabels { controller, result });

@@ -136,10 +136,11 @@ impl Layout<'_> {
 /// kwok's default node and pod stages (see the file's header).
 pub const KWOK_STAGES: &str = include_str!("kwok-stages.yaml");
 
-/// The fake node: schedulable, sized so that test workloads always fit.
+/// The fake node: schedulable, sized so that test workloads, and a benchmark of 10,000 MyApps on one
+/// control plane, always fit.
 pub fn node() -> Value {
     let (key, value) = KWOK_NODE_ANNOTATION;
-    let resources = json!({ "cpu": "1000", "memory": "4Ti", "pods": "5000" });
+    let resources = json!({ "cpu": "1000", "memory": "4Ti", "pods": "20000" });
     json!({
         "apiVersion": "v1",
         "kind": "Node",

@@ -1,0 +1,134 @@
+//! One contender's convergence: N MyApps created at once, timed until each has its Deployment and its
+//! status, with the writes the API server served for it and, for a process, its resident memory.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use futures::TryStreamExt;
+use kube::Client;
+use testcluster::process::Component;
+
+use crate::api::Requests;
+use crate::floor::{self, Floor};
+use crate::parents::create;
+use crate::{http, watch};
+
+/// One contender's convergence.
+pub struct Converged {
+    pub time: Duration,
+    /// When the last of the N parents had been created.
+    pub created: Duration,
+    /// The controller process's resident memory in MiB: once started (its caches synced, its module
+    /// loaded and one parent reconciled), then once converged (now, peak); none for the floor.
+    pub rss_mib: Option<Rss>,
+    /// What the API server served per parent, by resource and verb.
+    pub requests: Requests,
+    /// reconcile-host's own account, from its metrics.
+    pub host: Option<HostCounters>,
+}
+
+/// What reconcile-host counted while converging: reconciles, and the time spent in them and in the
+/// guest calls, per parent.
+#[derive(Clone, Copy)]
+pub struct HostCounters {
+    pub reconciles: f64,
+    pub reconcile_seconds: f64,
+    pub guest_seconds: f64,
+}
+
+/// Resident memory of a controller process, in MiB.
+#[derive(Clone, Copy)]
+pub struct Rss {
+    pub started: f64,
+    pub now: f64,
+    pub peak: f64,
+}
+
+/// The contender being measured: a controller process (and the address of its metrics, if it serves
+/// reconcile-host's), or the floor, which `write` drives instead.
+pub struct Contender<'a> {
+    pub process: &'a Component,
+    pub metrics_addr: Option<&'a str>,
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// Waits until the controller has reconciled a warm-up parent (so its caches are synced and its
+/// module loaded), then creates `n` parents at once and times until all are converged.
+pub async fn converge(
+    client: &Client,
+    namespace: &str,
+    n: usize,
+    contender: &Contender<'_>,
+) -> Result<Converged> {
+    create(client, namespace, n..n + 1)
+        .try_collect::<Vec<_>>()
+        .await?;
+    watch::converged(client, namespace, 1).await?;
+    let started = mib(contender.process.memory_kib().0);
+    let counted_before = host_counters(contender.metrics_addr);
+    eprintln!("bench: {namespace}: creating {n} MyApps");
+    let before = Requests::take(client).await?;
+    let start = Instant::now();
+    create(client, namespace, 0..n)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let created = start.elapsed();
+    watch::converged(client, namespace, n + 1).await?;
+    let time = start.elapsed();
+    eprintln!("bench: {namespace}: converged in {time:.2?}");
+    let (now, peak) = contender.process.memory_kib();
+    Ok(Converged {
+        time,
+        created,
+        requests: Requests::take(client).await?.since(&before, n),
+        rss_mib: Some(Rss {
+            started,
+            now: mib(now),
+            peak: mib(peak),
+        }),
+        host: counted_before
+            .zip(host_counters(contender.metrics_addr))
+            .map(|(before, after)| HostCounters {
+                reconciles: (after.reconciles - before.reconciles) / n as f64,
+                reconcile_seconds: (after.reconcile_seconds - before.reconcile_seconds) / n as f64,
+                guest_seconds: (after.guest_seconds - before.guest_seconds) / n as f64,
+            }),
+    })
+}
+
+/// A floor: creates the `n` parents and writes what a controller would (see `floor`), timed until
+/// all are converged.
+pub async fn floor(client: &Client, namespace: &str, n: usize, floor: Floor) -> Result<Converged> {
+    let before = Requests::take(client).await?;
+    let start = Instant::now();
+    floor::write_all(client, namespace, create(client, namespace, 0..n), floor).await?;
+    let created = start.elapsed();
+    watch::converged(client, namespace, n).await?;
+    Ok(Converged {
+        time: start.elapsed(),
+        created,
+        rss_mib: None,
+        requests: Requests::take(client).await?.since(&before, n),
+        host: None,
+    })
+}
+
+/// reconcile-host's counters so far (of every result).
+fn host_counters(metrics_addr: Option<&str>) -> Option<HostCounters> {
+    let (_, metrics) = http::get(metrics_addr?, "/metrics").ok()?;
+    let sum = |prefix: &str| -> f64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum()
+    };
+    Some(HostCounters {
+        reconciles: sum("controller_runtime_reconcile_total{"),
+        reconcile_seconds: sum("controller_runtime_reconcile_time_seconds_sum{"),
+        guest_seconds: sum("reconcile_host_guest_call_duration_seconds_sum{"),
+    })
+}
