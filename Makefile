@@ -13,7 +13,7 @@ NO_WASI_LINKER  := --config 'target.wasm32-unknown-unknown.linker="wasm-componen
 CARGO_RELEASE   := cargo build --release --locked
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
 
-.PHONY: build host guests controlplane monitoring-tools lint-dockerfile test run cluster bench fmt lint clean deploy-module example-modules
+.PHONY: build host guests controlplane monitoring-tools registry lint-dockerfile test run cluster bench fmt lint clean deploy-module example-modules
 
 build: host guests
 
@@ -39,10 +39,14 @@ controlplane:
 monitoring-tools:
 	tests/monitoring/build.sh >/dev/null
 
-test: guests controlplane monitoring-tools lint-dockerfile
+# The OCI registry the `oci://` module tests push to and pull from (go-containerregistry's).
+registry:
+	tests/registry/build.sh >/dev/null
+
+test: guests controlplane monitoring-tools registry lint-dockerfile
 	cargo test --release --locked --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)/native
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" RECONCILE_HOST_MONITORING_BIN="$$(tests/monitoring/build.sh)" \
-		cargo test --release --locked --workspace
+		RECONCILE_HOST_REGISTRY_BIN="$$(tests/registry/build.sh)" cargo test --release --locked --workspace
 
 # The main job: a local control plane, the host with the MyApp guest, the seed's demo-app.
 run: build controlplane

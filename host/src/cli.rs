@@ -53,6 +53,9 @@ pub enum Command {
     /// Rewrite every object of a CRD at its storage version, then trim its status.storedVersions to
     /// it: the step after switching the storage version (e.g. MyApp v1alpha1 -> v1beta1).
     MigrateStorage(crate::migrate::MigrateArgs),
+    /// Publish a module to an OCI registry (`push MODULE.wasm oci://REGISTRY/REPOSITORY:TAG`) in the
+    /// CNCF wasm OCI artifact format; prints the digest reference to run it by.
+    Push(crate::source::oci::PushArgs),
 }
 
 #[derive(Debug, Args)]

@@ -1,11 +1,13 @@
 //! reconcile-host: parse the command line and hand over to `render`, `conformance`, `plan`,
-//! `migrate-storage`, the controller (`run`) or the platform (`serve`).
+//! `migrate-storage`, `push`, the controller (`run`) or the platform (`serve`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use reconcile_host::cli::{Cli, Command};
-use reconcile_host::{conformance, controller, memory, migrate, plan, platform, render, telemetry};
+use reconcile_host::{
+    conformance, controller, memory, migrate, plan, platform, render, source, telemetry,
+};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -26,6 +28,10 @@ fn main() -> ExitCode {
         Command::MigrateStorage(args) => {
             telemetry::init_logging(cli.log_format, "warn");
             migrate::migrate_storage(&args, &mut std::io::stdout().lock()).map(done)
+        }
+        Command::Push(args) => {
+            telemetry::init_logging(cli.log_format, "warn");
+            source::oci::push(&args, &mut std::io::stdout().lock()).map(done)
         }
         Command::Run(args) => {
             memory::limit_arenas();

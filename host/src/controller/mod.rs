@@ -25,7 +25,6 @@ mod sync;
 mod webhook;
 mod written_status;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +34,8 @@ use kube::Client;
 use crate::cli::RuntimeArgs;
 use crate::guest::Runtime;
 use crate::kind::Gvk;
-use crate::source::{ConfigMapRef, ModuleSource};
+use crate::source::oci::OciArgs;
+use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
 use crate::telemetry::{Health, Metrics, serve};
 pub use apply::{apply_body, owner_reference};
 pub use context::{Context, DiscoveryError};
@@ -75,9 +75,10 @@ pub struct RunArgs {
         value_delimiter = ','
     )]
     pub related: Vec<Gvk>,
-    /// The reconciler component (.wasm), typically a mounted ConfigMap; watched and hot-swapped.
+    /// The reconciler component: a .wasm file (typically a mounted ConfigMap), watched; or
+    /// `oci://REGISTRY/REPOSITORY:TAG` (polled) or `@sha256:DIGEST` in a registry. Hot-swapped.
     #[arg(long, env = "RECONCILE_HOST_MODULE", group = "module-source")]
-    pub module: Option<PathBuf>,
+    pub module: Option<ModuleLocation>,
     /// The reconciler component in a ConfigMap's binaryData (raw or gzip), NAMESPACE/NAME[/KEY];
     /// watched through the API and hot-swapped.
     #[arg(long, env = "RECONCILE_HOST_MODULE_CONFIGMAP", group = "module-source")]
@@ -107,11 +108,11 @@ pub struct RunArgs {
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
-    /// A candidate module (.wasm file) called beside the active one on every reconcile and never
-    /// applied; where it answers differently, the parent gets a `ShadowDiffers` Event. Watched and
-    /// hot-swapped like `--module`.
+    /// A candidate module (a .wasm file or an `oci://` reference) called beside the active one on
+    /// every reconcile and never applied; where it answers differently, the parent gets a
+    /// `ShadowDiffers` Event. Watched and hot-swapped like `--module`.
     #[arg(long, env = "RECONCILE_HOST_SHADOW_MODULE")]
-    pub shadow_module: Option<PathBuf>,
+    pub shadow_module: Option<ModuleLocation>,
     /// The candidate module in a ConfigMap's binaryData, NAMESPACE/NAME[/KEY] (see `--shadow-module`).
     #[arg(
         long,
@@ -125,6 +126,8 @@ pub struct RunArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub conversion: crate::conversion::ConversionArgs,
+    #[command(flatten)]
+    pub oci: OciArgs,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
@@ -172,7 +175,7 @@ impl PolicyArgs {
 }
 
 /// A duration such as `10h`, `30m` or `1h30m`, or `0`.
-fn parse_period(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_period(text: &str) -> Result<Duration, String> {
     if text.trim() == "0" {
         return Ok(Duration::ZERO);
     }
@@ -219,13 +222,14 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             .max_instances(u32::from(args.concurrency) * 2 + 4 + conversions),
     )?;
     let client = Client::try_default().await?;
+    let of = |location| ModuleSource::of(location, &args.oci, args.runtime.cache_dir.as_deref());
     let source = match (&args.module, &args.module_configmap) {
-        (Some(path), _) => ModuleSource::File(path.clone()),
+        (Some(location), _) => of(location),
         (None, Some(cm)) => ModuleSource::ConfigMap(cm.clone()),
         (None, None) => unreachable!("clap requires a module source"),
     };
     let shadow_source = match (&args.shadow_module, &args.shadow_module_configmap) {
-        (Some(path), _) => Some(ModuleSource::File(path.clone())),
+        (Some(location), _) => Some(of(location)),
         (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
         (None, None) => None,
     };

@@ -72,6 +72,12 @@ pub async fn follow_into(
 ) {
     while let Some(update) = updates.next().await {
         let digest = update.as_ref().ok().map(|bytes| digest_of(bytes));
+        if slot == Slot::Active && digest.as_deref() == Some(ctx.module().digest()) {
+            // The active module again (a source that recovered, a ConfigMap restored): nothing to
+            // compile, and nothing is refused any more.
+            ctx.health.module_result(None);
+            continue;
+        }
         let loaded = match update {
             Ok(bytes) => {
                 let runtime = runtime.clone();
@@ -87,9 +93,6 @@ pub async fn follow_into(
                 tracing::info!(%source, digest = module.digest(), "shadow module loaded");
                 ctx.shadow.set_module(module);
                 let _ = reconcile_all.unbounded_send(());
-            }
-            Ok(module) if module.digest() == ctx.module().digest() => {
-                ctx.health.module_result(None);
             }
             Ok(module) => {
                 ctx.health.module_result(None);
@@ -116,7 +119,7 @@ pub async fn follow_into(
 
 impl Context {
     /// Reports a refused module as a Warning Event on the ConfigMap it came from, or on the host's Pod
-    /// (from the downward API's POD_NAME and POD_NAMESPACE) for a file.
+    /// (from the downward API's POD_NAME and POD_NAMESPACE) for a file or a registry.
     pub(super) async fn report_module_failure(&self, source: &ModuleSource, error: String) {
         let regarding = match source {
             ModuleSource::ConfigMap(cm) => Some(ObjectReference {
@@ -126,7 +129,7 @@ impl Context {
                 name: Some(cm.name.clone()),
                 ..ObjectReference::default()
             }),
-            ModuleSource::File(_) => {
+            ModuleSource::File(_) | ModuleSource::Oci(_) => {
                 match (std::env::var("POD_NAMESPACE"), std::env::var("POD_NAME")) {
                     (Ok(namespace), Ok(name)) => Some(ObjectReference {
                         api_version: Some("v1".into()),

@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
 use notify::{RecursiveMode, Watcher};
 use sha2::{Digest, Sha256};
@@ -20,14 +19,7 @@ const POLL: Duration = Duration::from_secs(2);
 pub fn updates(path: PathBuf) -> BoxStream<'static, Update> {
     let (tx, rx) = mpsc::channel(4);
     tokio::spawn(watch(path, tx));
-    tokio_stream_from(rx)
-}
-
-fn tokio_stream_from(rx: mpsc::Receiver<Update>) -> BoxStream<'static, Update> {
-    futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    })
-    .boxed()
+    super::stream_of(rx)
 }
 
 async fn watch(path: PathBuf, tx: mpsc::Sender<Update>) {

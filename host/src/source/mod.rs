@@ -1,16 +1,22 @@
 //! Where the reconciler module comes from, and how a new version is noticed: a mounted file (a ConfigMap
-//! volume or any other) or a ConfigMap read through the API. Each source yields the module's bytes
-//! whenever they change; `crate::controller::swap` compiles and swaps them in.
+//! volume or any other), a ConfigMap read through the API, or an OCI registry (`oci://`, polled). Each
+//! source yields the module's bytes whenever they change; `crate::controller::swap` compiles and swaps
+//! them in.
 
 mod configmap;
 mod file;
+pub mod oci;
 
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
+use futures::StreamExt;
 use futures::stream::BoxStream;
+use tokio::sync::mpsc;
 
 pub use configmap::ConfigMapRef;
+use oci::{OciArgs, OciReference, OciSource};
 
 /// The bytes of a module version, or why the source could not produce one.
 pub type Update = Result<Vec<u8>, String>;
@@ -19,9 +25,48 @@ pub type Update = Result<Vec<u8>, String>;
 pub enum ModuleSource {
     File(PathBuf),
     ConfigMap(ConfigMapRef),
+    Oci(Arc<OciSource>),
+}
+
+/// What `--module` names: a file, or `oci://REGISTRY/REPOSITORY:TAG` (or `@sha256:DIGEST`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModuleLocation {
+    File(PathBuf),
+    Oci(OciReference),
+}
+
+impl FromStr for ModuleLocation {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ModuleLocation, String> {
+        if s.starts_with(oci::SCHEME) {
+            s.parse()
+                .map(ModuleLocation::Oci)
+                .map_err(|e| e.to_string())
+        } else {
+            Ok(ModuleLocation::File(PathBuf::from(s)))
+        }
+    }
 }
 
 impl ModuleSource {
+    /// The source of a location, with the registry settings and the module cache an `oci://` one uses.
+    pub fn of(
+        location: &ModuleLocation,
+        oci: &OciArgs,
+        cache_dir: Option<&std::path::Path>,
+    ) -> ModuleSource {
+        match location {
+            ModuleLocation::File(path) => ModuleSource::File(path.clone()),
+            ModuleLocation::Oci(reference) => ModuleSource::Oci(Arc::new(OciSource {
+                reference: reference.clone(),
+                registry: oci.registry.clone(),
+                poll_interval: oci.oci_poll_interval,
+                cache_dir: cache_dir.map(PathBuf::from),
+            })),
+        }
+    }
+
     /// Every version of the module, starting with the current one.
     pub fn updates(&self, client: Option<kube::Client>) -> BoxStream<'static, Update> {
         match self {
@@ -30,8 +75,17 @@ impl ModuleSource {
                 client.expect("a ConfigMap source needs a client"),
                 cm.clone(),
             ),
+            ModuleSource::Oci(source) => oci::updates(source.clone()),
         }
     }
+}
+
+/// The updates a background task sends, as a stream.
+fn stream_of(rx: mpsc::Receiver<Update>) -> BoxStream<'static, Update> {
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    })
+    .boxed()
 }
 
 impl std::fmt::Display for ModuleSource {
@@ -39,6 +93,7 @@ impl std::fmt::Display for ModuleSource {
         match self {
             ModuleSource::File(path) => write!(f, "file {}", path.display()),
             ModuleSource::ConfigMap(cm) => write!(f, "ConfigMap {cm}"),
+            ModuleSource::Oci(source) => source.fmt(f),
         }
     }
 }
@@ -60,5 +115,24 @@ impl FromStr for ConfigMapRef {
             }
             _ => Err(format!("`{s}` is not NAMESPACE/NAME[/KEY]")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_module_location_is_a_registry_reference_only_with_the_oci_scheme() {
+        assert_eq!(
+            "myapp.wasm".parse::<ModuleLocation>().unwrap(),
+            ModuleLocation::File("myapp.wasm".into())
+        );
+        assert!(matches!(
+            "oci://registry.example.com/team/myapp:v1".parse::<ModuleLocation>(),
+            Ok(ModuleLocation::Oci(_))
+        ));
+        let error = "oci://myapp".parse::<ModuleLocation>().unwrap_err();
+        assert!(error.contains("name the registry host"), "{error}");
     }
 }

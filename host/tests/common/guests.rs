@@ -168,6 +168,29 @@ fn in_dir(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
+/// The directory of test tools built from Go modules (the monitoring tools, the registry): the
+/// environment variable `env` (as `make test` sets it), or else what the build `script` prints last.
+pub fn go_tools(env: &str, script: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os(env) {
+        return PathBuf::from(dir);
+    }
+    let out = Command::new(repo_root().join(script))
+        .output()
+        .unwrap_or_else(|e| panic!("running {script}: {e}"));
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("the build script prints its directory"),
+    )
+}
+
 /// The digest the host gives a module file: `sha256:<hex>`.
 pub fn digest(path: &Path) -> String {
     use sha2::{Digest, Sha256};

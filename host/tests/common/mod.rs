@@ -13,4 +13,5 @@ pub mod monitoring;
 pub mod myapp;
 pub mod platform;
 pub mod ports;
+pub mod registry;
 pub mod restart;

@@ -18,24 +18,7 @@ use super::http;
 pub fn tools() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        if let Some(dir) = std::env::var_os("RECONCILE_HOST_MONITORING_BIN") {
-            return PathBuf::from(dir);
-        }
-        let out = Command::new(repo_root().join("tests/monitoring/build.sh"))
-            .output()
-            .expect("running tests/monitoring/build.sh");
-        assert!(
-            out.status.success(),
-            "tests/monitoring/build.sh failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        PathBuf::from(
-            stdout
-                .lines()
-                .last()
-                .expect("the build script prints its directory"),
-        )
+        super::guests::go_tools("RECONCILE_HOST_MONITORING_BIN", "tests/monitoring/build.sh")
     })
 }
 

@@ -1,0 +1,306 @@
+//! One conversation with a registry: resolve a tag, pull a module's manifest and wasm layer (checked
+//! against its digest, kept in the disk cache), with the operator's credentials, CA certificates and
+//! plain-HTTP exceptions.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::OciDescriptor;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use sha2::{Digest as _, Sha256};
+
+use super::cache::Cache;
+use super::credentials::read_credentials;
+use super::{
+    LEGACY_WASM_LAYER_MEDIA_TYPE, MAX_MODULE_BYTES, OciError, OciReference, RegistryArgs,
+    WASM_LAYER_MEDIA_TYPE, chain,
+};
+
+/// A module version as pulled: its manifest digest (what a tag points at) and the wasm bytes.
+pub struct Pulled {
+    pub digest: String,
+    pub bytes: Vec<u8>,
+}
+
+/// A client with what the operator configured, built afresh for each check so that rotated
+/// credentials count.
+pub struct Registry {
+    pub(super) client: Client,
+    credentials: BTreeMap<String, RegistryAuth>,
+    cache: Option<Cache>,
+}
+
+impl Registry {
+    pub fn connect(args: &RegistryArgs) -> Result<Registry, OciError> {
+        // reqwest is built on rustls without a provider of its own: use ring, as kube does.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let protocol = match args.oci_plain_http.as_slice() {
+            [] => ClientProtocol::Https,
+            hosts => ClientProtocol::HttpsExcept(hosts.to_vec()),
+        };
+        let extra_root_certificates = match &args.oci_ca_file {
+            Some(path) => read_certificates(path)?,
+            None => Vec::new(),
+        };
+        let config = ClientConfig {
+            protocol,
+            extra_root_certificates,
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(60)),
+            user_agent: concat!("reconcile-host/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        };
+        let client = Client::try_from(config).map_err(|e| OciError::CaFile {
+            path: display(args.oci_ca_file.as_deref()),
+            reason: chain(&e),
+        })?;
+        let credentials = match &args.oci_credentials {
+            Some(path) => read_credentials(path)?,
+            None => BTreeMap::new(),
+        };
+        Ok(Registry {
+            client,
+            credentials,
+            cache: None,
+        })
+    }
+
+    pub fn with_cache(mut self, cache: Option<&Cache>) -> Registry {
+        self.cache = cache.cloned();
+        self
+    }
+
+    /// The credentials for a reference's registry; anonymous if the file has none.
+    pub fn auth(&self, reference: &Reference) -> RegistryAuth {
+        self.credentials
+            .get(reference.resolve_registry())
+            .cloned()
+            .unwrap_or(RegistryAuth::Anonymous)
+    }
+
+    /// The module at start. A digest already in the cache needs no registry at all; a tag that cannot
+    /// be resolved falls back to the digest it had at the last pull, if that module is cached, so that
+    /// a restart during a registry outage keeps the last good module.
+    pub async fn first(&self, reference: &OciReference) -> Result<Option<Pulled>, OciError> {
+        if let Some(digest) = reference.0.digest() {
+            return self.pull(reference, digest).await.map(Some);
+        }
+        match self.resolve(reference).await {
+            Ok(digest) => self.pull(reference, &digest).await.map(Some),
+            Err(error) => match self.cached_tag(reference) {
+                Some(pulled) => {
+                    tracing::warn!(%reference, %error, digest = pulled.digest, "the registry does not answer; using the module this tag had at the last pull, from the cache");
+                    Ok(Some(pulled))
+                }
+                None => Err(error),
+            },
+        }
+    }
+
+    /// The tag's module if it moved away from `current`, `None` if it did not.
+    pub async fn changed(
+        &self,
+        reference: &OciReference,
+        current: &str,
+    ) -> Result<Option<Pulled>, OciError> {
+        let digest = self.resolve(reference).await?;
+        if digest == current {
+            return Ok(None);
+        }
+        tracing::info!(%reference, from = current, to = digest, "the tag moved; pulling");
+        self.pull(reference, &digest).await.map(Some)
+    }
+
+    /// The manifest digest a reference names now.
+    async fn resolve(&self, reference: &OciReference) -> Result<String, OciError> {
+        let image = &reference.0;
+        self.client
+            .fetch_manifest_digest(image, &self.auth(image))
+            .await
+            .map_err(|e| registry_error("resolving", reference, e))
+    }
+
+    /// The module of one manifest: from the cache if it holds it, else pulled, checked and cached.
+    pub async fn pull(&self, reference: &OciReference, digest: &str) -> Result<Pulled, OciError> {
+        let cache = self.cache.as_ref();
+        if let Some(bytes) = cache.and_then(|c| c.layer_of(digest).and_then(|l| c.blob(&l))) {
+            tracing::info!(%reference, digest, bytes = bytes.len(), "module found in the cache");
+            self.remember_tag(reference, digest);
+            return Ok(Pulled {
+                digest: digest.to_string(),
+                bytes,
+            });
+        }
+        let image = Reference::with_digest(
+            reference.0.registry().to_string(),
+            reference.0.repository().to_string(),
+            digest.to_string(),
+        );
+        let auth = self.auth(&image);
+        let started = std::time::Instant::now();
+        let (manifest, _) = self
+            .client
+            .pull_image_manifest(&image, &auth)
+            .await
+            .map_err(|e| registry_error("pulling the manifest of", reference, e))?;
+        let layer = wasm_layer(reference, &manifest.layers)?;
+        let bytes = match cache.and_then(|c| c.blob(&layer.digest)) {
+            Some(bytes) => bytes,
+            None => {
+                let mut bytes = Vec::with_capacity(layer.size.max(0) as usize);
+                self.client
+                    .pull_blob(&image, layer, &mut bytes)
+                    .await
+                    .map_err(|e| match e {
+                        OciDistributionError::DigestError(_) => OciError::DigestMismatch {
+                            reference: reference.to_string(),
+                            expected: layer.digest.clone(),
+                            actual: sha256(&bytes),
+                        },
+                        e => registry_error("pulling the wasm layer of", reference, e),
+                    })?;
+                // The client checks the digest too; this check does not depend on it.
+                let actual = sha256(&bytes);
+                if actual != layer.digest {
+                    return Err(OciError::DigestMismatch {
+                        reference: reference.to_string(),
+                        expected: layer.digest.clone(),
+                        actual,
+                    });
+                }
+                if let Some(cache) = cache {
+                    cache.store_blob(&layer.digest, &bytes);
+                }
+                bytes
+            }
+        };
+        if let Some(cache) = cache {
+            cache.store_layer_of(digest, &layer.digest);
+        }
+        self.remember_tag(reference, digest);
+        tracing::info!(%reference, digest, layer = layer.digest, bytes = bytes.len(), elapsed_ms = started.elapsed().as_millis() as u64, "module pulled");
+        Ok(Pulled {
+            digest: digest.to_string(),
+            bytes,
+        })
+    }
+
+    fn remember_tag(&self, reference: &OciReference, digest: &str) {
+        if let (Some(cache), false) = (&self.cache, reference.is_digest()) {
+            cache.store_tag(&reference.to_string(), digest);
+        }
+    }
+
+    fn cached_tag(&self, reference: &OciReference) -> Option<Pulled> {
+        let cache = self.cache.as_ref()?;
+        let digest = cache.tag(&reference.to_string())?;
+        let bytes = cache.blob(&cache.layer_of(&digest)?)?;
+        Some(Pulled { digest, bytes })
+    }
+}
+
+/// The one wasm layer of a manifest.
+fn wasm_layer<'m>(
+    reference: &OciReference,
+    layers: &'m [OciDescriptor],
+) -> Result<&'m OciDescriptor, OciError> {
+    let wasm: Vec<&OciDescriptor> = layers
+        .iter()
+        .filter(|l| [WASM_LAYER_MEDIA_TYPE, LEGACY_WASM_LAYER_MEDIA_TYPE].contains(&&*l.media_type))
+        .collect();
+    match wasm.as_slice() {
+        [layer] if layer.size < 0 || layer.size as u64 > MAX_MODULE_BYTES => {
+            Err(OciError::TooLarge {
+                reference: reference.to_string(),
+                size: layer.size,
+            })
+        }
+        [layer] => Ok(layer),
+        [] => Err(OciError::NoWasmLayer {
+            reference: reference.to_string(),
+            found: layers.iter().map(|l| l.media_type.clone()).collect(),
+        }),
+        several => Err(OciError::SeveralWasmLayers {
+            reference: reference.to_string(),
+            count: several.len(),
+        }),
+    }
+}
+
+pub(super) fn registry_error(
+    action: &'static str,
+    reference: &OciReference,
+    error: OciDistributionError,
+) -> OciError {
+    let hint = match error {
+        OciDistributionError::UnauthorizedError { .. } => {
+            " (the registry wants credentials the host does not have: see --oci-credentials)"
+        }
+        _ => "",
+    };
+    OciError::Registry {
+        action,
+        reference: reference.to_string(),
+        reason: format!("{}{hint}", chain(&error)),
+    }
+}
+
+pub(super) fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
+}
+
+fn display(path: Option<&Path>) -> String {
+    path.map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+/// Each certificate of a PEM file.
+fn read_certificates(path: &Path) -> Result<Vec<Certificate>, OciError> {
+    let error = |reason: String| OciError::CaFile {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+    const END: &str = "-----END CERTIFICATE-----";
+    let certificates: Vec<Certificate> = text
+        .split_inclusive(END)
+        .filter(|block| block.contains(END))
+        .map(|block| Certificate {
+            encoding: CertificateEncoding::Pem,
+            data: block.trim_start().as_bytes().to_vec(),
+        })
+        .collect();
+    if certificates.is_empty() {
+        return Err(error("no PEM certificate in it".into()));
+    }
+    Ok(certificates)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exactly_one_bounded_wasm_layer_is_taken() {
+        let reference: OciReference = "oci://r.io/m:v1".parse().unwrap();
+        let layer = |media_type: &str, size| OciDescriptor {
+            media_type: media_type.into(),
+            size,
+            ..OciDescriptor::default()
+        };
+        let tar = layer("application/vnd.oci.image.layer.v1.tar", 10);
+        let wasm = layer(WASM_LAYER_MEDIA_TYPE, 10);
+        let legacy = layer(LEGACY_WASM_LAYER_MEDIA_TYPE, 10);
+        let huge = layer(WASM_LAYER_MEDIA_TYPE, 1 << 40);
+        assert!(wasm_layer(&reference, &[tar.clone(), wasm.clone()]).is_ok());
+        assert!(wasm_layer(&reference, std::slice::from_ref(&legacy)).is_ok());
+        let err =
+            |layers: &[OciDescriptor]| wasm_layer(&reference, layers).unwrap_err().to_string();
+        assert!(err(std::slice::from_ref(&tar)).contains("no wasm layer"));
+        assert!(err(&[wasm, legacy]).contains("2 wasm layers"));
+        assert!(err(&[huge]).contains("more than"));
+    }
+}
