@@ -116,6 +116,17 @@ async fn run() -> Result<()> {
     // The floors: create and write, no controller.
     let ns = cluster.namespace("floor").await?;
     let floor = measure::floor(&client, &ns, n, Floor::Bare).await?;
+    // The hot swap's floor, on the same parents: every Deployment and status written again.
+    let before = api::Requests::take(&client).await?;
+    let start = Instant::now();
+    floor::rewrite_all(&client, &ns).await?;
+    let swap_floor = (
+        start.elapsed(),
+        api::Requests::take(&client)
+            .await?
+            .since(&before, n)
+            .controller(),
+    );
     let ns = cluster.namespace("floor-checked").await?;
     let checked_floor = measure::floor(&client, &ns, n, Floor::Checked).await?;
 
@@ -183,6 +194,7 @@ async fn run() -> Result<()> {
         ours,
         native: native_converged,
         swap: (swap, swap_writes),
+        swap_floor,
         cold,
         growth,
     });

@@ -14,7 +14,7 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
-use crate::{CONCURRENCY, answer, myapp};
+use crate::{CONCURRENCY, VARIANT_LABEL, answer, myapp};
 
 const MANAGER: &str = "bench-floor";
 
@@ -78,4 +78,32 @@ async fn write(
     );
     published?;
     written
+}
+
+/// The hot swap's floor: what a swap that changes every child must write, sent directly. Each parent's
+/// Deployment is applied again with the second module's label, then its status is written naming the
+/// new module, `CONCURRENCY` at a time.
+pub async fn rewrite_all(client: &Client, namespace: &str) -> anyhow::Result<()> {
+    let parents = myapp::myapps(client, namespace)
+        .list(&Default::default())
+        .await?;
+    futures::stream::iter(parents.items)
+        .map(|parent| async move {
+            let mut out = guest_myapp::reconcile(&serde_json::to_string(&parent)?, &[], false)
+                .map_err(anyhow::Error::msg)?;
+            for child in &mut out.children {
+                let mut object: serde_json::Value = serde_json::from_str(child)?;
+                object["metadata"]["labels"][VARIANT_LABEL] = "b".into();
+                *child = object.to_string();
+            }
+            if let Some(status) = &mut out.status {
+                let mut object: serde_json::Value = serde_json::from_str(status)?;
+                object["moduleDigest"] = "variant-b".into();
+                *status = object.to_string();
+            }
+            answer::write(client, namespace, &parent, out, MANAGER).await
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<()>()
+        .await
 }

@@ -18,6 +18,8 @@ pub struct Results {
     pub native: Converged,
     /// The hot swap's time and its Deployment and status writes per parent.
     pub swap: (Duration, f64),
+    /// The same for a bare client writing what a swap that changes every child writes.
+    pub swap_floor: (Duration, f64),
     /// Cold starts: language, whether the artifact cache was filled, time.
     pub cold: Vec<(&'static str, bool, Duration)>,
     pub growth: Vec<Row>,
@@ -31,11 +33,18 @@ pub fn report(r: &Results) -> String {
     let mut out = String::new();
     convergence(&mut out, r);
     let (swap, swap_writes) = r.swap;
+    let (swap_floor, swap_floor_writes) = r.swap_floor;
     let _ = writeln!(
         out,
         "Hot swap at {} parents: ConfigMap update until every Deployment is the new module's: {:.2} s   ({swap_writes:.2} writes per parent)",
         r.parents,
         swap.as_secs_f64()
+    );
+    let _ = writeln!(
+        out,
+        "  the same writes from a bare client (floor): {:.2} s   ({swap_floor_writes:.2} writes per parent); swap / floor {:.2}x   (target <= 1.3x)",
+        swap_floor.as_secs_f64(),
+        swap.as_secs_f64() / swap_floor.as_secs_f64()
     );
     let _ = writeln!(
         out,
