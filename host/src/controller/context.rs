@@ -52,6 +52,14 @@ pub struct ChildKind {
     pub owned: Arc<OwnerIndex>,
 }
 
+impl ChildKind {
+    /// The cached object of this kind named `name` in `namespace`.
+    pub fn cached(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
+        let key = ObjectRef::new_with(name, self.kind.resource.clone()).within(namespace);
+        self.store.get(&key)
+    }
+}
+
 /// Why a reconciler's kinds cannot be used; `serve` reports each with its own reason.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use kube::core::DynamicObject;
-use kube::runtime::reflector::ObjectRef;
 
 use super::context::{Context, ResolvedKind};
 use super::owner_index::controller_uid;
@@ -65,12 +64,12 @@ impl Context {
         let mut observed = Vec::new();
         for child in &self.children {
             let owned = child.owned.owned(uid, |child_namespace, name| {
-                let key =
-                    ObjectRef::new_with(name, child.kind.resource.clone()).within(child_namespace);
-                child.store.get(&key).filter(|obj| match namespace {
-                    Some(namespace) => controlled_by(obj, namespace, uid),
-                    None => controls(obj, uid),
-                })
+                child
+                    .cached(child_namespace, name)
+                    .filter(|obj| match namespace {
+                        Some(namespace) => controlled_by(obj, namespace, uid),
+                        None => controls(obj, uid),
+                    })
             });
             observed.extend(owned.into_iter().map(|object| Observed {
                 kind: &child.kind,

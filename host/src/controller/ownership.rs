@@ -8,7 +8,6 @@
 //! ownerReference decides, never a label (a guest can put the managed-by label on anything it names).
 
 use kube::core::DynamicObject;
-use kube::runtime::reflector::ObjectRef;
 
 use super::context::{ChildKind, Context};
 use super::error::ReconcileError;
@@ -44,8 +43,8 @@ impl Context {
             }
             let kind = self.child_kind(child);
             let namespace = child.namespace();
-            let existing = match self.cached(kind, &child.name, namespace) {
-                Some(object) => Some(object),
+            let existing = match kind.cached(namespace, &child.name) {
+                Some(object) => Some(object.as_ref().clone()),
                 None => self
                     .api(&kind.kind, namespace)
                     .get_opt(&child.name)
@@ -96,11 +95,6 @@ impl Context {
             .iter()
             .find(|c| c.kind.gvk == child.kind)
             .expect("validated children are of allow-listed kinds")
-    }
-
-    fn cached(&self, kind: &ChildKind, name: &str, namespace: &str) -> Option<DynamicObject> {
-        let key = ObjectRef::new_with(name, kind.kind.resource.clone()).within(namespace);
-        kind.store.get(&key).map(|object| object.as_ref().clone())
     }
 }
 

@@ -50,12 +50,12 @@ impl Context {
         }
         let current = status_of(parent);
         let desired = desired_status(&current, parent.metadata.generation, outcome);
-        let uid = uid_of(parent)?;
-        let version = parent.metadata.resource_version.as_deref();
         if desired == current {
             self.metrics.status_write("unchanged");
             return Ok(());
         }
+        let uid = uid_of(parent)?;
+        let version = parent.metadata.resource_version.as_deref();
         if self.written_status.already_written(uid, version, &desired) {
             self.metrics.status_write("stale_cache");
             return Ok(());

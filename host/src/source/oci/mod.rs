@@ -178,39 +178,18 @@ async fn follow(source: Arc<OciSource>, tx: mpsc::Sender<Update>) {
     let mut current: Option<String> = None;
     let mut failing: Option<String> = None;
     loop {
-        let result = match Registry::connect(&source.registry) {
-            Ok(registry) => {
-                let registry = registry.with_cache(cache.as_ref());
-                match &current {
-                    None => registry.first(&source.reference).await,
-                    Some(digest) => registry.changed(&source.reference, digest).await,
-                }
-            }
-            Err(e) => Err(e),
-        };
-        let recovered = failing.is_some() && result.is_ok();
+        let recovering = failing.is_some();
+        let result = check(&source, cache.as_ref(), current.as_deref(), recovering).await;
         let update = match result {
             Ok(Some(Pulled { digest, bytes })) => {
                 current = Some(digest);
                 failing = None;
                 Some(Ok(bytes))
             }
-            Ok(None) if recovered => {
+            Ok(None) => {
                 failing = None;
-                tracing::info!(source = %source, "the registry answers again");
-                let digest = current.clone().expect("unchanged means pulled before");
-                match Registry::connect(&source.registry) {
-                    Ok(registry) => registry
-                        .with_cache(cache.as_ref())
-                        .pull(&source.reference, &digest)
-                        .await
-                        .map(|pulled| Ok(pulled.bytes))
-                        .map_err(|e| e.to_string())
-                        .ok(),
-                    Err(_) => None,
-                }
+                None
             }
-            Ok(None) => None,
             Err(e) => {
                 let message = e.to_string();
                 tracing::debug!(source = %source, error = %message, "registry check failed");
@@ -234,6 +213,27 @@ async fn follow(source: Arc<OciSource>, tx: mpsc::Sender<Update>) {
         }
         tokio::time::sleep(source.poll_interval).await;
     }
+}
+
+/// One look at the registry (credentials read again): the first module, or a new one behind the tag.
+/// `recovering` after an error: the module already had is handed on again (from the cache) once the
+/// registry answers, or nothing if that pull fails.
+async fn check(
+    source: &OciSource,
+    cache: Option<&cache::Cache>,
+    current: Option<&str>,
+    recovering: bool,
+) -> Result<Option<Pulled>, OciError> {
+    let registry = Registry::connect(&source.registry)?.with_cache(cache);
+    let Some(digest) = current else {
+        return registry.first(&source.reference).await;
+    };
+    let changed = registry.changed(&source.reference, digest).await?;
+    if changed.is_some() || !recovering {
+        return Ok(changed);
+    }
+    tracing::info!(source = %source, "the registry answers again");
+    Ok(registry.pull(&source.reference, digest).await.ok())
 }
 
 /// An error and every cause under it, on one line: a connection failure is only clear with its cause.
