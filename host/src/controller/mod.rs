@@ -34,7 +34,7 @@ use kube::Client;
 use crate::cli::RuntimeArgs;
 use crate::guest::Runtime;
 use crate::kind::Gvk;
-use crate::source::oci::OciArgs;
+use crate::source::oci::{CredentialsArgs, OciArgs};
 use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
 use crate::telemetry::{Health, Metrics, serve};
 pub use apply::{apply_body, owner_reference};
@@ -129,6 +129,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub oci: OciArgs,
     #[command(flatten)]
+    pub oci_credentials: CredentialsArgs,
+    #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
 
@@ -222,7 +224,15 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             .max_instances(u32::from(args.concurrency) * 2 + 4 + conversions),
     )?;
     let client = Client::try_default().await?;
-    let of = |location| ModuleSource::of(location, &args.oci, args.runtime.cache_dir.as_deref());
+    let of = |location| {
+        let credentials = args.oci_credentials.credentials();
+        ModuleSource::of(
+            location,
+            &args.oci,
+            credentials,
+            args.runtime.cache_dir.as_deref(),
+        )
+    };
     let source = match (&args.module, &args.module_configmap) {
         (Some(location), _) => of(location),
         (None, Some(cm)) => ModuleSource::ConfigMap(cm.clone()),
