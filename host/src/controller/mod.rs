@@ -41,7 +41,7 @@ pub use apply::{apply_body, owner_reference};
 pub use context::{Context, DiscoveryError};
 pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
-pub use health::{HealthReport, ReconcilerHealth};
+pub use health::{HealthReport, ModuleProblem, ReconcilerHealth};
 pub use observe::{Observed, controlled_by, left_out, request};
 pub use ownership::child_id;
 pub use selection::{Selection, SelectionArgs, SelectionError, parent_key};
