@@ -136,19 +136,20 @@ async fn a_teams_reconciler_pulls_its_module_with_its_own_pull_secret() {
     apply_team_rbac(cluster, "myapp", &locked_out, |_| {});
     put_pull_secret(&client, &locked_out, &registry).await;
     apply_reconciler(&client, &registry_reconciler(&locked_out, &reference)).await;
+    // (It says `ModuleUnavailable`, waiting for the module, before the first check fails.)
+    let secret = format!("Secret {locked_out}/{PULL_SECRET}");
+    let message = |s: &Value| condition(s, "Ready").unwrap()["message"].to_string();
     let status = wait_reconciler(
         &client,
         Some(&locked_out),
         "myapp",
-        "ModuleUnavailable",
-        |s| ready_is(s, "False", "ModuleUnavailable"),
+        "ModuleUnavailable naming the Secret",
+        |s| ready_is(s, "False", "ModuleUnavailable") && message(s).contains(&secret),
     )
     .await;
-    let message = condition(&status, "Ready").unwrap()["message"].to_string();
-    let secret = format!("Secret {locked_out}/{PULL_SECRET}");
     assert!(
-        message.contains(&secret) && message.contains("may not get it"),
-        "{message}\n{}",
+        message(&status).contains("may not get it"),
+        "{status}\n{}",
         host.log()
     );
     assert!(status["moduleDigest"].is_null(), "{status}");

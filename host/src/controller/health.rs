@@ -31,6 +31,14 @@ pub enum ModuleProblem {
     Unavailable(String),
 }
 
+impl ModuleProblem {
+    pub fn message(&self) -> &str {
+        match self {
+            ModuleProblem::Refused(message) | ModuleProblem::Unavailable(message) => message,
+        }
+    }
+}
+
 /// A copy of the health at one moment (the failing parents: `failing_live`, which leaves out the
 /// deleted ones).
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -105,13 +105,13 @@ pub async fn follow_into(
                 let _ = reconcile_all.unbounded_send(());
             }
             Err(problem) if slot == Slot::Shadow => {
-                let (ModuleProblem::Refused(error) | ModuleProblem::Unavailable(error)) = problem;
+                let error = problem.message().to_string();
                 tracing::error!(%source, %error, "new shadow module refused");
                 ctx.report_module_failure(&source, error).await;
             }
             Err(problem) => {
                 ctx.health.module_result(Some(problem.clone()));
-                let (ModuleProblem::Refused(error) | ModuleProblem::Unavailable(error)) = problem;
+                let error = problem.message().to_string();
                 if let Some(digest) = &digest {
                     ctx.metrics.module_loaded(digest, false);
                 }

@@ -320,20 +320,17 @@ fn running_report(ctx: &Context, synced: bool) -> Report {
         ),
     };
     let degraded = match (&health.module_problem, failing.first()) {
-        (Some(ModuleProblem::Refused(refused)), _) => Some((
-            "ModuleRefused",
-            format!(
-                "the new module was refused, {} keeps serving: {refused}",
-                module.short_digest()
-            ),
-        )),
-        (Some(ModuleProblem::Unavailable(error)), _) => Some((
-            "ModuleUnavailable",
-            format!(
-                "no new module can be had, {} keeps serving: {error}",
-                module.short_digest()
-            ),
-        )),
+        (Some(problem), _) => {
+            let (reason, what) = match problem {
+                ModuleProblem::Refused(_) => ("ModuleRefused", "the new module was refused"),
+                ModuleProblem::Unavailable(_) => ("ModuleUnavailable", "no new module can be had"),
+            };
+            let serving = module.short_digest();
+            Some((
+                reason,
+                format!("{what}, {serving} keeps serving: {}", problem.message()),
+            ))
+        }
         (None, Some((first, reason))) => Some((
             "ParentsFailing",
             format!(
