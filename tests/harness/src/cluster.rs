@@ -286,6 +286,12 @@ impl TestCluster {
             .collect()
     }
 
+    /// CPU time the control plane's processes (etcd, the API server, the controllers, kwok) have used
+    /// so far, in seconds.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.lock().iter().map(|c| c.cpu_seconds()).sum()
+    }
+
     /// Stops the components in reverse start order: SIGTERM, then SIGKILL after a grace period.
     /// etcd goes last so that the API server can shut down cleanly.
     fn stop(&self) {
