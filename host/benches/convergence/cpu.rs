@@ -10,16 +10,21 @@ use testcluster::TestCluster;
 use testcluster::process::{Component, cpu_seconds_of};
 
 /// CPU seconds, by process.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct CpuSeconds {
     pub contender: f64,
-    pub control_plane: f64,
+    /// Each control plane component's, by name, in start order.
+    pub control_plane: Vec<(&'static str, f64)>,
     pub bench: f64,
 }
 
 impl CpuSeconds {
+    pub fn control_plane(&self) -> f64 {
+        self.control_plane.iter().map(|(_, s)| s).sum()
+    }
+
     pub fn total(&self) -> f64 {
-        self.contender + self.control_plane + self.bench
+        self.contender + self.control_plane() + self.bench
     }
 }
 
@@ -27,9 +32,20 @@ impl Sub for CpuSeconds {
     type Output = CpuSeconds;
 
     fn sub(self, before: CpuSeconds) -> CpuSeconds {
+        let was = |name: &str| {
+            before
+                .control_plane
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0.0, |(_, s)| *s)
+        };
         CpuSeconds {
             contender: self.contender - before.contender,
-            control_plane: self.control_plane - before.control_plane,
+            control_plane: self
+                .control_plane
+                .iter()
+                .map(|&(name, s)| (name, s - was(name)))
+                .collect(),
             bench: self.bench - before.bench,
         }
     }

@@ -174,10 +174,16 @@ fn convergence(out: &mut String, r: &Results) {
 
 /// CPU seconds by process, and how busy they kept the machine's cores over `time`.
 fn cpu(cpu: &CpuSeconds, time: Duration) -> String {
+    let components: Vec<String> = cpu
+        .control_plane
+        .iter()
+        .map(|(name, s)| format!("{name} {s:.2}"))
+        .collect();
     format!(
-        "controller {:.2} s, control plane {:.2} s, benchmark {:.2} s: {:.0}% of the cores",
+        "controller {:.2} s, control plane {:.2} s ({}), benchmark {:.2} s: {:.0}% of the cores",
         cpu.contender,
-        cpu.control_plane,
+        cpu.control_plane(),
+        components.join(", "),
         cpu.bench,
         cpu.total() * 100.0 / (cores() as f64 * time.as_secs_f64())
     )

@@ -286,10 +286,13 @@ impl TestCluster {
             .collect()
     }
 
-    /// CPU time the control plane's processes (etcd, the API server, the controllers, kwok) have used
-    /// so far, in seconds.
-    pub fn cpu_seconds(&self) -> f64 {
-        self.lock().iter().map(|c| c.cpu_seconds()).sum()
+    /// CPU time each of the control plane's processes (etcd, the API server, the controllers, kwok)
+    /// has used so far, in seconds.
+    pub fn cpu_seconds(&self) -> Vec<(&'static str, f64)> {
+        self.lock()
+            .iter()
+            .map(|c| (c.name, c.cpu_seconds()))
+            .collect()
     }
 
     /// Stops the components in reverse start order: SIGTERM, then SIGKILL after a grace period.
