@@ -21,6 +21,8 @@
 mod answer;
 #[path = "convergence/api.rs"]
 mod api;
+#[path = "convergence/cpu.rs"]
+mod cpu;
 #[path = "convergence/floor.rs"]
 mod floor;
 #[path = "convergence/growth.rs"]
@@ -56,6 +58,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
+use cpu::CpuClock;
 use floor::Floor;
 use futures::TryStreamExt;
 use k8s_openapi::ByteString;
@@ -63,6 +66,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use measure::{Contender, converge};
 use parents::create;
+use report::Swap;
 use serde_json::json;
 use spawn::Spawner;
 use testcluster::TestCluster;
@@ -110,25 +114,31 @@ async fn run() -> Result<()> {
     // The seed's Python controller.
     let ns = cluster.namespace("python").await?;
     let mut python = spawn.python()?;
-    let python_converged = converge(&client, &ns, n, &unwatched(&python)).await?;
+    let python_converged = converge(&client, &cluster, &ns, n, &unwatched(&python)).await?;
     python.kill();
 
     // The floors: create and write, no controller.
     let ns = cluster.namespace("floor").await?;
-    let floor = measure::floor(&client, &ns, n, Floor::Bare).await?;
+    let floor = measure::floor(&client, &cluster, &ns, n, Floor::Bare).await?;
     // The hot swap's floor, on the same parents: every Deployment and status written again.
     let before = api::Requests::take(&client).await?;
+    let clock = CpuClock {
+        cluster: &cluster,
+        contender: None,
+    };
+    let cpu_before = clock.read();
     let start = Instant::now();
     floor::rewrite_all(&client, &ns).await?;
-    let swap_floor = (
-        start.elapsed(),
-        api::Requests::take(&client)
+    let swap_floor = Swap {
+        time: start.elapsed(),
+        cpu: clock.read() - cpu_before,
+        writes: api::Requests::take(&client)
             .await?
             .since(&before, n)
             .controller(),
-    );
+    };
     let ns = cluster.namespace("floor-checked").await?;
-    let checked_floor = measure::floor(&client, &ns, n, Floor::Checked).await?;
+    let checked_floor = measure::floor(&client, &cluster, &ns, n, Floor::Checked).await?;
 
     // reconcile-host, its module in a ConfigMap, then the hot swap on its parents.
     let ns = cluster.namespace("host").await?;
@@ -142,8 +152,13 @@ async fn run() -> Result<()> {
         process: &host.process,
         metrics_addr: Some(&host.metrics_addr),
     };
-    let ours = converge(&client, &ns, n, &contender).await?;
+    let ours = converge(&client, &cluster, &ns, n, &contender).await?;
     let before = api::Requests::take(&client).await?;
+    let clock = CpuClock {
+        cluster: &cluster,
+        contender: Some(&host.process),
+    };
+    let cpu_before = clock.read();
     let swap_start = Instant::now();
     configmaps
         .patch(
@@ -153,17 +168,20 @@ async fn run() -> Result<()> {
         )
         .await?;
     watch::labelled(&client, &ns, n + 1).await?;
-    let swap = swap_start.elapsed();
-    let swap_writes = api::Requests::take(&client)
-        .await?
-        .since(&before, n + 1)
-        .controller();
+    let swap = Swap {
+        time: swap_start.elapsed(),
+        cpu: clock.read() - cpu_before,
+        writes: api::Requests::take(&client)
+            .await?
+            .since(&before, n + 1)
+            .controller(),
+    };
     host.process.kill();
 
     // The native kube-rs controller.
     let ns = cluster.namespace("native").await?;
     let mut native = spawn.native(&ns)?;
-    let native_converged = converge(&client, &ns, n, &unwatched(&native)).await?;
+    let native_converged = converge(&client, &cluster, &ns, n, &unwatched(&native)).await?;
     native.kill();
 
     // Cold start, with an empty and then with a filled artifact cache.
@@ -193,7 +211,7 @@ async fn run() -> Result<()> {
         checked_floor,
         ours,
         native: native_converged,
-        swap: (swap, swap_writes),
+        swap,
         swap_floor,
         cold,
         growth,

@@ -37,33 +37,33 @@ pub async fn run(sizes: &[usize], logs: &Path) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for &n in sizes {
         eprintln!("bench: growth at {n} parents");
-        let floor = on_fresh_cluster(logs, async |client, ns, _| {
-            measure::floor(client, ns, n, Floor::Bare).await
+        let floor = on_fresh_cluster(logs, async |client, cluster, ns, _| {
+            measure::floor(client, cluster, ns, n, Floor::Bare).await
         })
         .await?;
-        let checked_floor = on_fresh_cluster(logs, async |client, ns, _| {
-            measure::floor(client, ns, n, Floor::Checked).await
+        let checked_floor = on_fresh_cluster(logs, async |client, cluster, ns, _| {
+            measure::floor(client, cluster, ns, n, Floor::Checked).await
         })
         .await?;
-        let ours = on_fresh_cluster(logs, async |client, ns, spawn| {
+        let ours = on_fresh_cluster(logs, async |client, cluster, ns, spawn| {
             let module = guest.to_str().unwrap();
             let mut host = spawn.host("reconcile-host-growth", ns, &["--module", module], &[])?;
             let contender = Contender {
                 process: &host.process,
                 metrics_addr: Some(&host.metrics_addr),
             };
-            let converged = converge(client, ns, n, &contender).await;
+            let converged = converge(client, cluster, ns, n, &contender).await;
             host.process.kill();
             converged
         })
         .await?;
-        let native = on_fresh_cluster(logs, async |client, ns, spawn| {
+        let native = on_fresh_cluster(logs, async |client, cluster, ns, spawn| {
             let mut native = spawn.native(ns)?;
             let contender = Contender {
                 process: &native,
                 metrics_addr: None,
             };
-            let converged = converge(client, ns, n, &contender).await;
+            let converged = converge(client, cluster, ns, n, &contender).await;
             native.kill();
             converged
         })
@@ -82,12 +82,12 @@ pub async fn run(sizes: &[usize], logs: &Path) -> Result<Vec<Row>> {
 /// Starts a control plane with the MyApp CRD and a namespace, runs `measure` on it, and stops it.
 async fn on_fresh_cluster<F>(logs: &Path, measure: F) -> Result<Converged>
 where
-    F: AsyncFnOnce(&kube::Client, &str, &Spawner) -> Result<Converged>,
+    F: AsyncFnOnce(&kube::Client, &TestCluster, &str, &Spawner) -> Result<Converged>,
 {
     let cluster = TestCluster::start().await?;
     myapp::install_crd(&cluster);
     let client = cluster.client().await?;
     let ns = cluster.namespace("growth").await?;
     let spawn = Spawner::new(&cluster, logs);
-    measure(&client, &ns, &spawn).await
+    measure(&client, &cluster, &ns, &spawn).await
 }

@@ -6,9 +6,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use futures::TryStreamExt;
 use kube::Client;
+use testcluster::TestCluster;
 use testcluster::process::Component;
 
 use crate::api::Requests;
+use crate::cpu::{CpuClock, CpuSeconds};
 use crate::floor::{self, Floor};
 use crate::parents::create;
 use crate::{http, watch};
@@ -25,6 +27,8 @@ pub struct Converged {
     pub requests: Requests,
     /// reconcile-host's own account, from its metrics.
     pub host: Option<HostCounters>,
+    /// The CPU time spent meanwhile, by the contender, the control plane and the benchmark.
+    pub cpu: CpuSeconds,
 }
 
 /// What reconcile-host counted while converging: reconciles, and the time spent in them and in the
@@ -59,6 +63,7 @@ fn mib(kib: u64) -> f64 {
 /// module loaded), then creates `n` parents at once and times until all are converged.
 pub async fn converge(
     client: &Client,
+    cluster: &TestCluster,
     namespace: &str,
     n: usize,
     contender: &Contender<'_>,
@@ -71,6 +76,11 @@ pub async fn converge(
     let counted_before = host_counters(contender.metrics_addr);
     eprintln!("bench: {namespace}: creating {n} MyApps");
     let before = Requests::take(client).await?;
+    let clock = CpuClock {
+        cluster,
+        contender: Some(contender.process),
+    };
+    let cpu_before = clock.read();
     let start = Instant::now();
     create(client, namespace, 0..n)
         .try_collect::<Vec<_>>()
@@ -78,6 +88,7 @@ pub async fn converge(
     let created = start.elapsed();
     watch::converged(client, namespace, n + 1).await?;
     let time = start.elapsed();
+    let cpu = clock.read() - cpu_before;
     eprintln!("bench: {namespace}: converged in {time:.2?}");
     let (now, peak) = contender.process.memory_kib();
     Ok(Converged {
@@ -96,23 +107,37 @@ pub async fn converge(
                 reconcile_seconds: (after.reconcile_seconds - before.reconcile_seconds) / n as f64,
                 guest_seconds: (after.guest_seconds - before.guest_seconds) / n as f64,
             }),
+        cpu,
     })
 }
 
 /// A floor: creates the `n` parents and writes what a controller would (see `floor`), timed until
 /// all are converged.
-pub async fn floor(client: &Client, namespace: &str, n: usize, floor: Floor) -> Result<Converged> {
+pub async fn floor(
+    client: &Client,
+    cluster: &TestCluster,
+    namespace: &str,
+    n: usize,
+    floor: Floor,
+) -> Result<Converged> {
     let before = Requests::take(client).await?;
+    let clock = CpuClock {
+        cluster,
+        contender: None,
+    };
+    let cpu_before = clock.read();
     let start = Instant::now();
     floor::write_all(client, namespace, create(client, namespace, 0..n), floor).await?;
     let created = start.elapsed();
     watch::converged(client, namespace, n).await?;
+    let time = start.elapsed();
     Ok(Converged {
-        time: start.elapsed(),
+        time,
         created,
         rss_mib: None,
         requests: Requests::take(client).await?.since(&before, n),
         host: None,
+        cpu: clock.read() - cpu_before,
     })
 }
 

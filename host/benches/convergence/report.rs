@@ -5,8 +5,17 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::CONCURRENCY;
+use crate::cpu::CpuSeconds;
 use crate::growth::Row;
 use crate::measure::Converged;
+
+/// A hot swap on every parent, or the floor's writes of one: how long, the Deployment and status
+/// writes per parent, and the CPU time spent meanwhile.
+pub struct Swap {
+    pub time: Duration,
+    pub writes: f64,
+    pub cpu: CpuSeconds,
+}
 
 /// Everything the convergence benchmark measured.
 pub struct Results {
@@ -16,10 +25,10 @@ pub struct Results {
     pub checked_floor: Converged,
     pub ours: Converged,
     pub native: Converged,
-    /// The hot swap's time and its Deployment and status writes per parent.
-    pub swap: (Duration, f64),
-    /// The same for a bare client writing what a swap that changes every child writes.
-    pub swap_floor: (Duration, f64),
+    /// The hot swap.
+    pub swap: Swap,
+    /// A bare client writing what a swap that changes every child writes.
+    pub swap_floor: Swap,
     /// Cold starts: language, whether the artifact cache was filled, time.
     pub cold: Vec<(&'static str, bool, Duration)>,
     pub growth: Vec<Row>,
@@ -32,19 +41,22 @@ fn secs(c: &Converged) -> f64 {
 pub fn report(r: &Results) -> String {
     let mut out = String::new();
     convergence(&mut out, r);
-    let (swap, swap_writes) = r.swap;
-    let (swap_floor, swap_floor_writes) = r.swap_floor;
+    let (swap, floor) = (&r.swap, &r.swap_floor);
     let _ = writeln!(
         out,
-        "Hot swap at {} parents: ConfigMap update until every Deployment is the new module's: {:.2} s   ({swap_writes:.2} writes per parent)",
+        "Hot swap at {} parents: ConfigMap update until every Deployment is the new module's: {:.2} s   ({:.2} writes per parent; CPU {})",
         r.parents,
-        swap.as_secs_f64()
+        swap.time.as_secs_f64(),
+        swap.writes,
+        cpu(&swap.cpu, swap.time),
     );
     let _ = writeln!(
         out,
-        "  the same writes from a bare client (floor): {:.2} s   ({swap_floor_writes:.2} writes per parent); swap / floor {:.2}x   (target <= 1.3x)",
-        swap_floor.as_secs_f64(),
-        swap.as_secs_f64() / swap_floor.as_secs_f64()
+        "  the same writes from a bare client (floor): {:.2} s   ({:.2} writes per parent; CPU {}); swap / floor {:.2}x   (target <= 1.3x)",
+        floor.time.as_secs_f64(),
+        floor.writes,
+        cpu(&floor.cpu, floor.time),
+        swap.time.as_secs_f64() / floor.time.as_secs_f64()
     );
     let _ = writeln!(
         out,
@@ -144,12 +156,41 @@ fn convergence(out: &mut String, r: &Results) {
     }
     let _ = writeln!(
         out,
+        "CPU while converging (the {cores} cores are shared by every process; the floors' writer is the benchmark):",
+        cores = cores()
+    );
+    for (name, c) in contenders {
+        let _ = writeln!(out, "  {name:<30} {}", cpu(&c.cpu, c.time));
+    }
+    let _ = writeln!(
+        out,
         "API writes per parent while converging, by resource and verb (every client: the contender and the cluster's own controllers):"
     );
     for (name, c) in contenders {
         let _ = writeln!(out, "  {name}");
         out.push_str(&c.requests.breakdown("    "));
     }
+}
+
+/// CPU seconds by process, and how busy they kept the machine's cores over `time`.
+fn cpu(cpu: &CpuSeconds, time: Duration) -> String {
+    let components: Vec<String> = cpu
+        .control_plane
+        .iter()
+        .map(|(name, s)| format!("{name} {s:.2}"))
+        .collect();
+    format!(
+        "controller {:.2} s, control plane {:.2} s ({}), benchmark {:.2} s: {:.0}% of the cores",
+        cpu.contender,
+        cpu.control_plane(),
+        components.join(", "),
+        cpu.bench,
+        cpu.total() * 100.0 / (cores() as f64 * time.as_secs_f64())
+    )
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn growth(out: &mut String, rows: &[Row]) {

@@ -6,14 +6,19 @@
 //! benchmark counted 4.25 writes per parent where 2 do the work). An apply is skipped only when this
 //! process applied exactly the same object last time *and* the observed child still holds every field
 //! of it: a drifted child, a guest that drops a field (which the apply would remove) and a restart
-//! all lead to a real apply.
+//! all lead to a real apply. A child's entry goes when the child does: pruned by the host, or deleted
+//! by anyone (the garbage collector, with its parent), as the child watch sees it.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Mutex;
 
+use kube::core::DynamicObject;
+use kube::runtime::watcher;
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::kind::Gvk;
 
 /// What this process last applied, per child, as a digest of the apply body.
 #[derive(Default)]
@@ -22,6 +27,11 @@ pub struct AppliedChildren {
 }
 
 impl AppliedChildren {
+    /// The entry of one child: `group/version/Kind/namespace/name`.
+    pub fn key(kind: &Gvk, namespace: &str, name: &str) -> String {
+        format!("{kind}/{namespace}/{name}")
+    }
+
     /// Whether applying `body` to the child `key` (observed as `observed`) would change nothing. The
     /// observed child is only turned into JSON when the body is the one applied last.
     pub fn unchanged(&self, key: &str, body: &Value, observed: Option<&impl Serialize>) -> bool {
@@ -46,6 +56,15 @@ impl AppliedChildren {
     pub fn forget(&self, key: &str) {
         let mut last = self.last.lock().expect("applied-children lock poisoned");
         last.remove(key);
+    }
+
+    /// Forgets the child of `kind` that a watch `event` says is gone, whoever deleted it.
+    pub fn forget_deleted(&self, kind: &Gvk, event: &watcher::Event<DynamicObject>) {
+        if let watcher::Event::Delete(child) = event {
+            let namespace = child.metadata.namespace.as_deref().unwrap_or_default();
+            let name = child.metadata.name.as_deref().unwrap_or_default();
+            self.forget(&AppliedChildren::key(kind, namespace, name));
+        }
     }
 }
 
@@ -122,5 +141,35 @@ mod tests {
 
         applied.forget("k");
         assert!(!applied.unchanged("k", &desired(), Some(&observed())));
+    }
+
+    #[test]
+    fn a_child_deleted_by_anyone_leaves_the_memory() {
+        let applied = AppliedChildren::default();
+        let deployment: Gvk = "apps/v1/Deployment".parse().unwrap();
+        let key = AppliedChildren::key(&deployment, "default", "d");
+        applied.record(&key, &desired());
+        let child = |namespace: &str, name: &str| {
+            let mut child = DynamicObject::new(
+                name,
+                &kube::api::ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+            );
+            child.metadata.namespace = Some(namespace.into());
+            child
+        };
+
+        let elsewhere = watcher::Event::Delete(child("other", "d"));
+        applied.forget_deleted(&deployment, &elsewhere);
+        let updated = watcher::Event::Apply(child("default", "d"));
+        applied.forget_deleted(&deployment, &updated);
+        assert!(
+            applied.unchanged(&key, &desired(), Some(&observed())),
+            "another namespace's child, or an update, forgets nothing"
+        );
+
+        let gone = watcher::Event::Delete(child("default", "d"));
+        applied.forget_deleted(&deployment, &gone);
+        assert!(!applied.unchanged(&key, &desired(), Some(&observed())));
+        assert!(applied.last.lock().unwrap().is_empty());
     }
 }

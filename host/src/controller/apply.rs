@@ -9,6 +9,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
+use super::applied::AppliedChildren;
 use super::context::Context;
 use super::error::{ReconcileError, name_of};
 use super::observe::{Observed, left_out};
@@ -81,7 +82,7 @@ impl Context {
             let object = apply_body(&owner, child);
             let id = child_id(child);
             let namespace = child.namespace();
-            let key = format!("{}/{namespace}/{}", child.kind, child.name);
+            let key = AppliedChildren::key(&child.kind, namespace, &child.name);
             let before = observed.iter().find(|o| o.is(child));
             if self
                 .applied
@@ -137,8 +138,11 @@ impl Context {
                 .namespace
                 .as_deref()
                 .unwrap_or_default();
-            self.applied
-                .forget(&format!("{}/{namespace}/{}", stale.kind.gvk, stale.name()));
+            self.applied.forget(&AppliedChildren::key(
+                &stale.kind.gvk,
+                namespace,
+                stale.name(),
+            ));
             let params = DeleteParams {
                 preconditions: Some(Preconditions {
                     uid: stale.object.metadata.uid.clone(),

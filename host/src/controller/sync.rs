@@ -59,6 +59,9 @@ pub fn watch_cache(
     index: Option<Arc<OwnerIndex>>,
 ) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + use<> {
     let health = ctx.clone();
+    // A child deleted by anyone (the garbage collector, with its parent) leaves the skipped-apply
+    // memory; without this, every child ever applied would stay in it.
+    let forget = index.is_some().then(|| (ctx.clone(), kind.gvk.clone()));
     let types = kind.type_meta();
     let api = ctx.api_all(kind);
     let store = writer.as_reader();
@@ -72,6 +75,11 @@ pub fn watch_cache(
         .modify(move |obj: &mut DynamicObject| {
             obj.types = Some(types.clone());
             obj.metadata.managed_fields = None;
+        })
+        .inspect(move |event| {
+            if let (Some((ctx, gvk)), Ok(event)) = (&forget, event) {
+                ctx.applied.forget_deleted(gvk, event);
+            }
         });
     settle(reflector::reflector(writer, watch), store, listed, index)
 }

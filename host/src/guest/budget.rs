@@ -15,15 +15,23 @@ use std::time::{Duration, Instant};
 /// derived from one host's runtime, so that all reconcilers draw on the same memory.
 pub struct MemoryBudget {
     total: usize,
-    used: Mutex<usize>,
+    state: Mutex<Usage>,
     returned: Condvar,
+}
+
+/// What the budget's lock guards: the bytes reserved, and how many growths wait for some back (a
+/// release wakes them only if there are any: a wake is a syscall, paid by every instance dropped).
+#[derive(Default)]
+struct Usage {
+    used: usize,
+    waiting: usize,
 }
 
 impl MemoryBudget {
     pub fn new(total: usize) -> Arc<MemoryBudget> {
         Arc::new(MemoryBudget {
             total,
-            used: Mutex::new(0),
+            state: Mutex::default(),
             returned: Condvar::new(),
         })
     }
@@ -34,26 +42,32 @@ impl MemoryBudget {
 
     /// Bytes reserved now.
     pub fn used(&self) -> usize {
-        *self.used.lock().expect("memory budget poisoned")
+        self.lock().used
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Usage> {
+        self.state.lock().expect("memory budget poisoned")
     }
 
     /// Reserves `bytes`, waiting until `until` for them to be free. False: the budget stayed spent.
     fn reserve(&self, bytes: usize, until: Instant) -> bool {
-        let mut used = self.used.lock().expect("memory budget poisoned");
+        let mut usage = self.lock();
         loop {
-            if self.total - *used >= bytes {
-                *used += bytes;
+            if self.total - usage.used >= bytes {
+                usage.used += bytes;
                 return true;
             }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
             }
-            used = self
+            usage.waiting += 1;
+            usage = self
                 .returned
-                .wait_timeout(used, left)
+                .wait_timeout(usage, left)
                 .expect("memory budget poisoned")
                 .0;
+            usage.waiting -= 1;
         }
     }
 
@@ -61,9 +75,11 @@ impl MemoryBudget {
         if bytes == 0 {
             return;
         }
-        let mut used = self.used.lock().expect("memory budget poisoned");
-        *used -= bytes;
-        self.returned.notify_all();
+        let mut usage = self.lock();
+        usage.used -= bytes;
+        if usage.waiting > 0 {
+            self.returned.notify_all();
+        }
     }
 }
 

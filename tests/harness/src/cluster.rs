@@ -286,6 +286,15 @@ impl TestCluster {
             .collect()
     }
 
+    /// CPU time each of the control plane's processes (etcd, the API server, the controllers, kwok)
+    /// has used so far, in seconds.
+    pub fn cpu_seconds(&self) -> Vec<(&'static str, f64)> {
+        self.lock()
+            .iter()
+            .map(|c| (c.name, c.cpu_seconds()))
+            .collect()
+    }
+
     /// Stops the components in reverse start order: SIGTERM, then SIGKILL after a grace period.
     /// etcd goes last so that the API server can shut down cleanly.
     fn stop(&self) {

@@ -148,6 +148,11 @@ impl Component {
         (field("VmRSS:"), field("VmHWM:"))
     }
 
+    /// CPU time the process has used so far, user and system, in seconds (zero once it is gone).
+    pub fn cpu_seconds(&self) -> f64 {
+        cpu_seconds_of(self.child.id())
+    }
+
     /// The last `lines` lines of the component's log.
     pub fn log_tail(&self, lines: usize) -> String {
         match fs::read(&self.log) {
@@ -166,4 +171,22 @@ pub fn pid_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks for existence and permission.
     let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
     rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// CPU time process `pid` has used so far, user and system, in seconds (`utime` and `stime` of
+/// `/proc/<pid>/stat`; zero if it is gone).
+pub fn cpu_seconds_of(pid: u32) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / per_second as f64
 }
