@@ -1,7 +1,6 @@
 //! What one reconciler's owner needs to know about it, gathered while it runs: which parents fail,
 //! whether its watches work, and whether its latest module was refused or could not be had. `serve`
-//! reports it on the
-//! `Reconciler` object; `run` has no such object and only records it.
+//! reports it on the `Reconciler` object; `run` has no such object and only records it.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
