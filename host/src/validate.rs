@@ -216,7 +216,7 @@ fn validate_child(
 }
 
 /// RFC 1123 subdomain, the rule for most object names.
-fn check_name(name: &str) -> Result<(), &'static str> {
+pub fn check_name(name: &str) -> Result<(), &'static str> {
     if name.is_empty() {
         return Err("it is empty");
     }

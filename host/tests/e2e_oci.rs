@@ -17,8 +17,6 @@ use common::kubectl::kubectl_ok;
 use common::myapp::*;
 use common::registry::Registry;
 
-const VARIANT_LABEL: &str = "example.com/variant";
-
 /// Waits until MyApp `name` was last reconciled by the module file `module`, and returns its
 /// Deployment's variant label.
 async fn reconciled_by(
@@ -98,28 +96,11 @@ async fn the_javascript_guest_runs_from_a_registry_and_follows_its_tag() {
         "{}",
         host.log()
     );
-    let deployment = wait_deployment(&client, &namespace, "demo-app-deploy", "it", |_| true).await;
-    assert_eq!(
-        replicas_and_image(&deployment),
-        (Some(3), Some("nginx:1.23".into()))
-    );
+    wait_seed_deployment(&client, &namespace).await;
 
     // Moving the tag is a hot swap: the variant's label reaches demo-app's Deployment.
     registry.push(&variant, "team/myapp:stable", &[]);
-    wait_deployment(
-        &client,
-        &namespace,
-        "demo-app-deploy",
-        "the variant label",
-        |d| {
-            d.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(VARIANT_LABEL))
-                .is_some()
-        },
-    )
-    .await;
+    wait_variant_label(&client, &namespace).await;
     assert!(
         reconciled_by(&client, &namespace, "demo-app", &variant)
             .await

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use reconcile_host::source::oci::{OciSource, RegistryArgs};
+use reconcile_host::source::oci::{Credentials, OciSource, RegistryArgs};
 use reconcile_host::source::{ModuleSource, Update};
 
 use common::guests::{component, myapp_variant_b};
@@ -24,18 +24,29 @@ const POLL: Duration = Duration::from_millis(200);
 fn source(registry: &Registry, reference: &str, cache: Option<&Path>) -> ModuleSource {
     source_with(
         reference,
-        RegistryArgs {
-            oci_plain_http: vec![registry.addr.clone()],
-            ..RegistryArgs::default()
-        },
+        plain_http(registry),
+        Credentials::Anonymous,
         cache,
     )
 }
 
-fn source_with(reference: &str, registry: RegistryArgs, cache: Option<&Path>) -> ModuleSource {
+fn plain_http(registry: &Registry) -> RegistryArgs {
+    RegistryArgs {
+        oci_plain_http: vec![registry.addr.clone()],
+        ..RegistryArgs::default()
+    }
+}
+
+fn source_with(
+    reference: &str,
+    registry: RegistryArgs,
+    credentials: Credentials,
+    cache: Option<&Path>,
+) -> ModuleSource {
     ModuleSource::Oci(Arc::new(OciSource {
         reference: reference.parse().unwrap(),
         registry,
+        credentials,
         poll_interval: POLL,
         cache_dir: cache.map(Path::to_path_buf),
     }))
@@ -191,31 +202,17 @@ async fn a_registry_that_wants_credentials_gets_them_from_a_dockerconfigjson() {
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let credentials = dir.path().join("config.json");
-    std::fs::write(
-        &credentials,
-        format!(
-            r#"{{"auths": {{"{}": {{"auth": "cm9ib3Q6czNjcmV0"}}}}}}"#,
-            registry.addr
-        ),
-    )
-    .unwrap();
+    let credentials = registry.credentials_file(dir.path());
     let flag = credentials.to_str().unwrap();
     registry.push(&module, "myapp:v1", &["--oci-credentials", flag]);
 
-    let plain = RegistryArgs {
-        oci_plain_http: vec![registry.addr.clone()],
-        ..RegistryArgs::default()
-    };
-    let mut anonymous = source_with(&reference, plain.clone(), None).updates(None);
+    let mut anonymous = source(&registry, &reference, None).updates(None);
     let error = next(&mut anonymous).await.unwrap_err();
     assert!(error.contains("wants credentials"), "{error}");
 
-    let with_credentials = RegistryArgs {
-        oci_credentials: Some(credentials),
-        ..plain
-    };
-    let mut updates = source_with(&reference, with_credentials, None).updates(None);
+    let with_credentials = Credentials::File(credentials);
+    let mut updates =
+        source_with(&reference, plain_http(&registry), with_credentials, None).updates(None);
     assert_eq!(next(&mut updates).await.unwrap(), bytes(&module));
 }
 
@@ -226,7 +223,12 @@ async fn an_https_registry_with_a_private_ca_is_trusted_only_with_its_ca_file() 
     let pinned = registry.push(&module, "myapp:v1", &[]);
     let ca = registry.ca.clone().unwrap();
 
-    let untrusted = source_with(&pinned, RegistryArgs::default(), None);
+    let untrusted = source_with(
+        &pinned,
+        RegistryArgs::default(),
+        Credentials::Anonymous,
+        None,
+    );
     let error = next(&mut untrusted.updates(None)).await.unwrap_err();
     assert!(error.contains("UnknownIssuer"), "{error}");
     // Trusted once the operator names its CA (on top of the system's).
@@ -234,6 +236,6 @@ async fn an_https_registry_with_a_private_ca_is_trusted_only_with_its_ca_file() 
         oci_ca_file: Some(ca),
         ..RegistryArgs::default()
     };
-    let mut updates = source_with(&pinned, trusted, None).updates(None);
+    let mut updates = source_with(&pinned, trusted, Credentials::Anonymous, None).updates(None);
     assert_eq!(next(&mut updates).await.unwrap(), bytes(&module));
 }

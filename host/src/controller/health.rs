@@ -1,6 +1,6 @@
 //! What one reconciler's owner needs to know about it, gathered while it runs: which parents fail,
-//! whether its watches work, and whether its latest module was refused. `serve` reports it on the
-//! `Reconciler` object; `run` has no such object and only records it.
+//! whether its watches work, and whether its latest module was refused or could not be had. `serve`
+//! reports it on the `Reconciler` object; `run` has no such object and only records it.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -17,8 +17,25 @@ struct State {
     failing: BTreeMap<String, String>,
     /// The last watch error, cleared by the next watch event that succeeds.
     watch_error: Option<String>,
-    /// Why the latest module version was refused, cleared when one is accepted.
-    module_refused: Option<String>,
+    /// Why the latest module version was refused or could not be had, cleared when one is accepted.
+    module_problem: Option<ModuleProblem>,
+}
+
+/// What went wrong with the latest module version, while an older one keeps serving.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModuleProblem {
+    /// The source gave a version that does not load (not a component, the wrong world).
+    Refused(String),
+    /// The source gave nothing (a registry that does not answer, credentials that cannot be read).
+    Unavailable(String),
+}
+
+impl ModuleProblem {
+    pub fn message(&self) -> &str {
+        match self {
+            ModuleProblem::Refused(message) | ModuleProblem::Unavailable(message) => message,
+        }
+    }
 }
 
 /// A copy of the health at one moment (the failing parents: `failing_live`, which leaves out the
@@ -26,7 +43,7 @@ struct State {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HealthReport {
     pub watch_error: Option<String>,
-    pub module_refused: Option<String>,
+    pub module_problem: Option<ModuleProblem>,
 }
 
 impl ReconcilerHealth {
@@ -49,8 +66,8 @@ impl ReconcilerHealth {
         }
     }
 
-    pub fn module_result(&self, refused: Option<String>) {
-        self.lock().module_refused = refused;
+    pub fn module_result(&self, problem: Option<ModuleProblem>) {
+        self.lock().module_problem = problem;
     }
 
     /// The failing parents for which `live` holds: a parent deleted while failing is never reconciled
@@ -68,7 +85,7 @@ impl ReconcilerHealth {
         let state = self.lock();
         HealthReport {
             watch_error: state.watch_error.clone(),
-            module_refused: state.module_refused.clone(),
+            module_problem: state.module_problem.clone(),
         }
     }
 
@@ -105,7 +122,7 @@ mod tests {
     fn watch_and_module_errors_clear_when_resolved() {
         let health = ReconcilerHealth::default();
         health.watch_result(Some("403 forbidden".into()));
-        health.module_result(Some("not a component".into()));
+        health.module_result(Some(ModuleProblem::Refused("not a component".into())));
         assert_eq!(
             health.report().watch_error.as_deref(),
             Some("403 forbidden")

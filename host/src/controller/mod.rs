@@ -34,14 +34,14 @@ use kube::Client;
 use crate::cli::RuntimeArgs;
 use crate::guest::Runtime;
 use crate::kind::Gvk;
-use crate::source::oci::OciArgs;
+use crate::source::oci::{CredentialsArgs, OciArgs};
 use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
 use crate::telemetry::{Health, Metrics, serve};
 pub use apply::{apply_body, owner_reference};
 pub use context::{Context, DiscoveryError};
 pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
-pub use health::{HealthReport, ReconcilerHealth};
+pub use health::{HealthReport, ModuleProblem, ReconcilerHealth};
 pub use observe::{Observed, controlled_by, left_out, request};
 pub use ownership::child_id;
 pub use selection::{Selection, SelectionArgs, SelectionError, parent_key};
@@ -128,6 +128,8 @@ pub struct RunArgs {
     pub conversion: crate::conversion::ConversionArgs,
     #[command(flatten)]
     pub oci: OciArgs,
+    #[command(flatten)]
+    pub oci_credentials: CredentialsArgs,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
@@ -222,7 +224,15 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             .max_instances(u32::from(args.concurrency) * 2 + 4 + conversions),
     )?;
     let client = Client::try_default().await?;
-    let of = |location| ModuleSource::of(location, &args.oci, args.runtime.cache_dir.as_deref());
+    let of = |location| {
+        let credentials = args.oci_credentials.credentials();
+        ModuleSource::of(
+            location,
+            &args.oci,
+            credentials,
+            args.runtime.cache_dir.as_deref(),
+        )
+    };
     let source = match (&args.module, &args.module_configmap) {
         (Some(location), _) => of(location),
         (None, Some(cm)) => ModuleSource::ConfigMap(cm.clone()),

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType};
 
 use super::context::Context;
+use super::health::ModuleProblem;
 use crate::guest::{Module, Runtime, digest_of};
 use crate::source::{ModuleSource, Update};
 use crate::text::truncate;
@@ -82,11 +83,13 @@ pub async fn follow_into(
             Ok(bytes) => {
                 let runtime = runtime.clone();
                 match tokio::task::spawn_blocking(move || Module::load(&runtime, &bytes)).await {
-                    Ok(result) => result.map_err(|e| e.to_string()),
-                    Err(e) => Err(format!("loading the module panicked: {e}")),
+                    Ok(result) => result.map_err(|e| ModuleProblem::Refused(e.to_string())),
+                    Err(e) => Err(ModuleProblem::Refused(format!(
+                        "loading the module panicked: {e}"
+                    ))),
                 }
             }
-            Err(e) => Err(e),
+            Err(e) => Err(ModuleProblem::Unavailable(e)),
         };
         match loaded {
             Ok(module) if slot == Slot::Shadow => {
@@ -101,12 +104,14 @@ pub async fn follow_into(
                 tracing::info!(%source, digest = module.digest(), previous = previous.digest(), bytes = module.size(), "module swapped");
                 let _ = reconcile_all.unbounded_send(());
             }
-            Err(error) if slot == Slot::Shadow => {
+            Err(problem) if slot == Slot::Shadow => {
+                let error = problem.message().to_string();
                 tracing::error!(%source, %error, "new shadow module refused");
                 ctx.report_module_failure(&source, error).await;
             }
-            Err(error) => {
-                ctx.health.module_result(Some(error.clone()));
+            Err(problem) => {
+                ctx.health.module_result(Some(problem.clone()));
+                let error = problem.message().to_string();
                 if let Some(digest) = &digest {
                     ctx.metrics.module_loaded(digest, false);
                 }

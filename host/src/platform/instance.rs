@@ -14,10 +14,12 @@ use kube::runtime::events::Recorder;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::module_ref::ModuleRef;
 use super::spec::{Definition, Key};
 use super::status::{Report, StatusWriter};
-use crate::controller::{Context, DiscoveryError, Settings, drive, swap};
+use crate::controller::{Context, DiscoveryError, ModuleProblem, Settings, drive, swap};
 use crate::guest::{Module, Runtime, RuntimeConfig};
+use crate::source::oci::OciArgs;
 use crate::source::{ModuleSource, Update};
 use crate::telemetry::Metrics;
 
@@ -42,6 +44,9 @@ pub struct Shared {
     pub resync_period: Option<Duration>,
     /// Whether parents may adopt uncontrolled objects (`--adopt-orphans`).
     pub adopt_orphans: bool,
+    /// How `oci://` modules are reached and polled (`--oci-plain-http`, `--oci-ca-file`,
+    /// `--oci-poll-interval`).
+    pub oci: OciArgs,
 }
 
 impl Shared {
@@ -161,7 +166,7 @@ impl Run {
                     .await;
             }
         };
-        let source = ModuleSource::ConfigMap(self.definition.module.clone());
+        let source = self.module_source(&self.definition.module, &client);
         let mut updates = source.updates(Some(client.clone()));
         let Some(module) = self.first_module(&runtime, &source, &mut updates).await else {
             return;
@@ -202,8 +207,8 @@ impl Run {
         .await;
 
         let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
-        let follow_shadow = self.definition.shadow_module.clone().map(|cm| {
-            let source = ModuleSource::ConfigMap(cm);
+        let follow_shadow = self.definition.shadow_module.as_ref().map(|shadow| {
+            let source = self.module_source(shadow, &client);
             let mut updates = source.updates(Some(client.clone()));
             let (ctx, runtime, reconcile_all) =
                 (ctx.clone(), runtime.clone(), reconcile_all.clone());
@@ -244,6 +249,16 @@ impl Run {
         if let Some(follow_shadow) = follow_shadow {
             follow_shadow.abort();
         }
+    }
+
+    /// A module's source, read as the reconciler (`client`): a registry's pull Secret too.
+    fn module_source(&self, module: &ModuleRef, client: &Client) -> ModuleSource {
+        module.source(
+            client,
+            &self.shared.oci,
+            self.shared.defaults.cache_dir.as_deref(),
+            self.definition.settings.namespace.as_deref(),
+        )
     }
 
     /// Waits for the first module version that loads, reporting each that does not.
@@ -304,14 +319,18 @@ fn running_report(ctx: &Context, synced: bool) -> Report {
             format!("{parents} parents, module {}", module.short_digest()),
         ),
     };
-    let degraded = match (&health.module_refused, failing.first()) {
-        (Some(refused), _) => Some((
-            "ModuleRefused",
-            format!(
-                "the new module was refused, {} keeps serving: {refused}",
-                module.short_digest()
-            ),
-        )),
+    let degraded = match (&health.module_problem, failing.first()) {
+        (Some(problem), _) => {
+            let (reason, what) = match problem {
+                ModuleProblem::Refused(_) => ("ModuleRefused", "the new module was refused"),
+                ModuleProblem::Unavailable(_) => ("ModuleUnavailable", "no new module can be had"),
+            };
+            let serving = module.short_digest();
+            Some((
+                reason,
+                format!("{what}, {serving} keeps serving: {}", problem.message()),
+            ))
+        }
         (None, Some((first, reason))) => Some((
             "ParentsFailing",
             format!(

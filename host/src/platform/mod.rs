@@ -1,11 +1,13 @@
 //! Platform mode (`serve`): one host, many reconcilers, each declared by a `Reconciler` (namespaced,
 //! for a team) or a `ClusterReconciler` (for platform admins) and each isolated from the others: its
 //! own controller and caches, its own client impersonating its ServiceAccount, its own guest limits,
-//! metrics and status. `spec` reads the objects, `manager` starts and stops reconcilers as they change,
-//! `instance` runs one, `status` reports on it. `controller/` stays the one-reconciler machinery.
+//! metrics and status. `spec` reads the objects (`module_ref` their module sources, ConfigMap or
+//! registry), `manager` starts and stops reconcilers as they change, `instance` runs one, `status`
+//! reports on it. `controller/` stays the one-reconciler machinery.
 
 mod instance;
 mod manager;
+pub mod module_ref;
 pub mod spec;
 mod status;
 
@@ -21,6 +23,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use crate::cli::RuntimeArgs;
 use crate::controller::{MANAGER, PolicyArgs, leader, shutdown_signal};
 use crate::guest::Runtime;
+use crate::source::oci::OciArgs;
 use crate::telemetry::{Health, Metrics, serve as serve_http};
 use instance::Shared;
 use manager::Manager;
@@ -51,6 +54,10 @@ pub struct ServeArgs {
     pub max_guest_instances: u32,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// How every reconciler's `oci://` module is reached and polled: the operator's settings, which
+    /// no reconciler can change. Credentials are each reconciler's own pull Secret; the host has none.
+    #[command(flatten)]
+    pub oci: OciArgs,
     /// Defaults of every reconciler's guest limits; `--guest-memory-mib` is also the most a
     /// reconciler's `spec.limits.memoryMiB` may ask for.
     #[command(flatten)]
@@ -96,6 +103,7 @@ async fn serve_async(args: ServeArgs) -> anyhow::Result<()> {
         metrics,
         resync_period: args.policy.period(),
         adopt_orphans: args.policy.adopt_orphans,
+        oci: args.oci,
     });
 
     let mut selector = watcher::Config::default();

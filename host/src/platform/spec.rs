@@ -1,6 +1,6 @@
 //! The `Reconciler` and `ClusterReconciler` objects as the host reads them: their spec, checked and
-//! turned into a `Definition` (the settings of one controller, its module source, the identity it acts
-//! as, and its guest limits). Invalid objects are not started; their status says why.
+//! turned into a `Definition` (the settings of one controller, its module source (`module_ref`), the
+//! identity it acts as, and its guest limits). Invalid objects are not started; their status says why.
 
 use std::time::Duration;
 
@@ -8,11 +8,11 @@ use kube::api::ApiResource;
 use kube::core::{DynamicObject, GroupVersionKind};
 use serde::Deserialize;
 
+use super::module_ref::{MODULE_FIELDS, ModuleRef, ModuleSpec, SHADOW_FIELDS};
 use crate::controller::{Selection, Settings};
 use crate::guest::RuntimeConfig;
 use crate::kind::Gvk;
 use crate::selector::{LabelSelector, SelectorError};
-use crate::source::ConfigMapRef;
 
 /// The API group of the platform's own kinds.
 pub const GROUP: &str = "reconcile-host.dev";
@@ -90,10 +90,10 @@ pub struct Spec {
     /// The kinds the module may read as related objects (read-only; none: it reads nothing).
     #[serde(default)]
     pub related: Vec<KindRef>,
-    pub module: ModuleRef,
+    pub module: ModuleSpec,
     /// A candidate module called beside `module` and never applied (see `controller::shadow`).
     #[serde(default)]
-    pub shadow_module: Option<ModuleRef>,
+    pub shadow_module: Option<ModuleSpec>,
     #[serde(default)]
     pub service_account_name: Option<String>,
     /// ClusterReconciler only: the ServiceAccount with its namespace.
@@ -128,22 +128,6 @@ pub struct KindRef {
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ModuleRef {
-    pub config_map: ConfigMapSpec,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct ConfigMapSpec {
-    pub name: String,
-    /// ClusterReconciler only.
-    #[serde(default)]
-    pub namespace: Option<String>,
-    #[serde(default)]
-    pub key: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 pub struct NamespacedName {
     pub namespace: String,
     pub name: String,
@@ -165,8 +149,8 @@ pub struct Limits {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Definition {
     pub settings: Settings,
-    pub module: ConfigMapRef,
-    pub shadow_module: Option<ConfigMapRef>,
+    pub module: ModuleRef,
+    pub shadow_module: Option<ModuleRef>,
     /// `system:serviceaccount:<namespace>:<name>`: every API call of the reconciler is made as it.
     pub user: String,
     pub spec: Spec,
@@ -192,6 +176,18 @@ pub enum SpecError {
         field: &'static str,
         error: SelectorError,
     },
+    #[error("spec.{0} must set exactly one of configMap and oci")]
+    NotOneModuleSource(&'static str),
+    #[error("spec.{field}: {error}")]
+    Reference { field: &'static str, error: String },
+    #[error("spec.{field}: `{value}` is not an object name: {reason}")]
+    Name {
+        field: &'static str,
+        value: String,
+        reason: &'static str,
+    },
+    #[error("spec.{0}: set pullSecretName or pullSecret, not both")]
+    TwoPullSecrets(&'static str),
 }
 
 impl Definition {
@@ -217,9 +213,9 @@ impl Definition {
             .map(|kind| gvk(kind, "related"))
             .collect::<Result<Vec<_>, _>>()?;
         let own = key.namespace.as_deref();
-        let module = config_map_ref(&spec.module, own, MODULE_FIELDS)?;
+        let module = ModuleRef::read(&spec.module, own, &MODULE_FIELDS)?;
         let shadow_module = match &spec.shadow_module {
-            Some(shadow) => Some(config_map_ref(shadow, own, SHADOW_FIELDS)?),
+            Some(shadow) => Some(ModuleRef::read(shadow, own, &SHADOW_FIELDS)?),
             None => None,
         };
         let (namespace, service_account) = match &key.namespace {
@@ -326,42 +322,6 @@ fn gvk(kind: &KindRef, field: &'static str) -> Result<Gvk, SpecError> {
             field,
             value: format!("{}/{}", kind.api_version, kind.kind),
         })
-}
-
-/// The spec fields a module reference is reported by: its namespace and its name.
-type ModuleFields = (&'static str, &'static str);
-const MODULE_FIELDS: ModuleFields = ("module.configMap.namespace", "module.configMap.name");
-const SHADOW_FIELDS: ModuleFields = (
-    "shadowModule.configMap.namespace",
-    "shadowModule.configMap.name",
-);
-
-/// A module's ConfigMap: in the Reconciler's own namespace (`own`), or, for a ClusterReconciler, in
-/// the namespace it names.
-fn config_map_ref(
-    module: &ModuleRef,
-    own: Option<&str>,
-    (namespace_field, name_field): ModuleFields,
-) -> Result<ConfigMapRef, SpecError> {
-    let cm = &module.config_map;
-    let namespace = match own {
-        Some(own) if cm.namespace.as_deref().is_some_and(|ns| ns != own) => {
-            return Err(SpecError::ForeignNamespace(namespace_field));
-        }
-        Some(own) => own.to_string(),
-        None => cm
-            .namespace
-            .clone()
-            .ok_or(SpecError::Missing(namespace_field))?,
-    };
-    if cm.name.is_empty() {
-        return Err(SpecError::Missing(name_field));
-    }
-    Ok(ConfigMapRef {
-        namespace,
-        name: cm.name.clone(),
-        key: cm.key.clone(),
-    })
 }
 
 #[cfg(test)]

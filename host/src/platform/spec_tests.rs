@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::platform::module_ref::ModuleRef;
 
 fn object(namespace: Option<&str>, spec: serde_json::Value) -> DynamicObject {
     let scope = if namespace.is_some() {
@@ -74,7 +75,10 @@ fn a_cluster_reconciler_names_namespaces_and_watches_all() {
     spec["serviceAccount"] = json!({"namespace": "platform", "name": "myapp"});
     let definition = Definition::read(&object(None, spec)).unwrap();
     assert_eq!(definition.settings.namespace, None);
-    assert_eq!(definition.module.namespace, "platform");
+    assert_eq!(
+        definition.module.to_string(),
+        "platform/myapp-module/myapp.wasm"
+    );
     assert_eq!(definition.user, "system:serviceaccount:platform:myapp");
 
     assert_eq!(
@@ -228,4 +232,129 @@ fn a_namespaced_reconciler_names_no_child_namespaces() {
     spec["parentSelector"] = json!("team");
     let definition = Definition::read(&object(Some("team-a"), spec)).unwrap();
     assert!(definition.settings.selection.decorates());
+}
+
+/// `myapp_spec` with `module` in place of its ConfigMap module.
+fn with_module(module: serde_json::Value) -> serde_json::Value {
+    let mut spec = myapp_spec();
+    spec["module"] = module;
+    spec
+}
+
+const REFERENCE: &str = "oci://registry.example.com/team-a/myapp:v1";
+
+fn secret(namespace: &str, name: &str) -> NamespacedName {
+    NamespacedName {
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
+#[test]
+fn a_module_from_a_registry_names_its_pull_secret() {
+    let spec = with_module(json!({"oci": {"reference": REFERENCE, "pullSecretName": "registry"}}));
+    let definition = Definition::read(&object(Some("team-a"), spec)).unwrap();
+    assert_eq!(
+        definition.module,
+        ModuleRef::Oci {
+            reference: REFERENCE.parse().unwrap(),
+            pull_secret: Some(secret("team-a", "registry")),
+        }
+    );
+    let pinned = format!("oci://r.io/myapp@sha256:{}", "a".repeat(64));
+    let spec = with_module(json!({"oci": {"reference": pinned}}));
+    let definition = Definition::read(&object(Some("team-a"), spec)).unwrap();
+    assert!(
+        matches!(&definition.module, ModuleRef::Oci { reference, pull_secret: None } if reference.is_digest())
+    );
+
+    let mut spec = with_module(json!({"oci": {"reference": REFERENCE,
+        "pullSecret": {"namespace": "platform", "name": "registry"}}}));
+    spec["serviceAccount"] = json!({"namespace": "platform", "name": "myapp"});
+    let definition = Definition::read(&object(None, spec)).unwrap();
+    assert!(matches!(
+        &definition.module,
+        ModuleRef::Oci { pull_secret: Some(s), .. } if *s == secret("platform", "registry")
+    ));
+}
+
+#[test]
+fn a_module_names_exactly_one_source() {
+    let both = json!({"configMap": {"name": "myapp-module"}, "oci": {"reference": REFERENCE}});
+    for (module, field) in [(both.clone(), "module"), (json!({}), "module")] {
+        assert_eq!(
+            Definition::read(&object(Some("team-a"), with_module(module))),
+            Err(SpecError::NotOneModuleSource(field))
+        );
+    }
+    let mut spec = myapp_spec();
+    spec["shadowModule"] = both;
+    let error = Definition::read(&object(Some("team-a"), spec)).unwrap_err();
+    assert_eq!(error, SpecError::NotOneModuleSource("shadowModule"));
+    assert_eq!(
+        error.to_string(),
+        "spec.shadowModule must set exactly one of configMap and oci"
+    );
+}
+
+#[test]
+fn a_namespaced_reconcilers_pull_secret_is_in_its_own_namespace() {
+    let foreign = json!({"oci": {"reference": REFERENCE,
+        "pullSecret": {"namespace": "kube-system", "name": "registry"}}});
+    assert_eq!(
+        Definition::read(&object(Some("team-a"), with_module(foreign))),
+        Err(SpecError::ForeignNamespace(
+            "module.oci.pullSecret.namespace"
+        ))
+    );
+    let own = json!({"oci": {"reference": REFERENCE,
+        "pullSecret": {"namespace": "team-a", "name": "registry"}}});
+    assert!(Definition::read(&object(Some("team-a"), with_module(own))).is_ok());
+    let both = json!({"oci": {"reference": REFERENCE, "pullSecretName": "registry",
+        "pullSecret": {"namespace": "team-a", "name": "registry"}}});
+    assert_eq!(
+        Definition::read(&object(Some("team-a"), with_module(both))),
+        Err(SpecError::TwoPullSecrets("module.oci"))
+    );
+    let bad_name = json!({"oci": {"reference": REFERENCE, "pullSecretName": "../registry"}});
+    assert!(matches!(
+        Definition::read(&object(Some("team-a"), with_module(bad_name))),
+        Err(SpecError::Name {
+            field: "module.oci.pullSecretName",
+            ..
+        })
+    ));
+    // A ClusterReconciler says which namespace.
+    let mut spec = with_module(json!({"oci": {"reference": REFERENCE, "pullSecretName": "r"}}));
+    spec["serviceAccount"] = json!({"namespace": "platform", "name": "myapp"});
+    assert_eq!(
+        Definition::read(&object(None, spec)),
+        Err(SpecError::Missing("module.oci.pullSecret.namespace"))
+    );
+}
+
+#[test]
+fn a_bad_reference_is_refused_with_the_parse_error() {
+    for (reference, expected) in [
+        ("oci://myapp:v1", "name the registry host"),
+        ("oci://r.io/My App:v1", "oci://r.io/My App:v1"),
+    ] {
+        let spec = with_module(json!({"oci": {"reference": reference}}));
+        let error = Definition::read(&object(Some("team-a"), spec)).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                SpecError::Reference {
+                    field: "module.oci.reference",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(
+            error.to_string().starts_with("spec.module.oci.reference: "),
+            "{error}"
+        );
+        assert!(error.to_string().contains(expected), "{error}");
+    }
 }

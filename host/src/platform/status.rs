@@ -21,8 +21,8 @@ pub struct Report {
     /// `ModuleRefused`, `KindNotServed`, `WatchFailed`.
     pub reason: &'static str,
     pub message: String,
-    /// Set while it runs but something is wrong: `ModuleRefused` (an older module keeps serving) or
-    /// `ParentsFailing`.
+    /// Set while it runs but something is wrong: `ModuleRefused` or `ModuleUnavailable` (an older
+    /// module keeps serving) or `ParentsFailing`.
     pub degraded: Option<(&'static str, String)>,
     pub module_digest: Option<String>,
     pub parents: usize,

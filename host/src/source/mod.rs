@@ -16,7 +16,7 @@ use futures::stream::BoxStream;
 use tokio::sync::mpsc;
 
 pub use configmap::ConfigMapRef;
-use oci::{OciArgs, OciReference, OciSource};
+use oci::{Credentials, OciArgs, OciReference, OciSource};
 
 /// The bytes of a module version, or why the source could not produce one.
 pub type Update = Result<Vec<u8>, String>;
@@ -50,10 +50,12 @@ impl FromStr for ModuleLocation {
 }
 
 impl ModuleSource {
-    /// The source of a location, with the registry settings and the module cache an `oci://` one uses.
+    /// The source of a location, with the registry settings, credentials and module cache an `oci://`
+    /// one uses.
     pub fn of(
         location: &ModuleLocation,
         oci: &OciArgs,
+        credentials: Credentials,
         cache_dir: Option<&std::path::Path>,
     ) -> ModuleSource {
         match location {
@@ -61,6 +63,7 @@ impl ModuleSource {
             ModuleLocation::Oci(reference) => ModuleSource::Oci(Arc::new(OciSource {
                 reference: reference.clone(),
                 registry: oci.registry.clone(),
+                credentials,
                 poll_interval: oci.oci_poll_interval,
                 cache_dir: cache_dir.map(PathBuf::from),
             })),

@@ -150,6 +150,36 @@ pub async fn wait_deployment(
     .await
 }
 
+/// The label the MyApp variant guest (`myapp_variant_b`) puts on its Deployments.
+pub const VARIANT_LABEL: &str = "example.com/variant";
+
+/// demo-app's Deployment (the seed's examples/myapp/myapp-instance.yaml) once it is there, checked to
+/// be what the seed asks for: 3 replicas of nginx:1.23.
+pub async fn wait_seed_deployment(client: &Client, namespace: &str) {
+    let deployment = wait_deployment(client, namespace, "demo-app-deploy", "it", |_| true).await;
+    assert_eq!(
+        replicas_and_image(&deployment),
+        (Some(3), Some("nginx:1.23".into()))
+    );
+}
+
+/// Waits until demo-app's Deployment carries the variant guest's label (the variant was swapped in).
+pub async fn wait_variant_label(client: &Client, namespace: &str) {
+    wait_deployment(
+        client,
+        namespace,
+        "demo-app-deploy",
+        "the variant label",
+        |d| {
+            d.metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(VARIANT_LABEL))
+        },
+    )
+    .await;
+}
+
 pub fn ready_condition(status: &Value) -> Option<&Value> {
     status["conditions"]
         .as_array()?

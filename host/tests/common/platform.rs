@@ -99,9 +99,21 @@ pub fn apply_team_rbac(
     cluster: &TestCluster,
     example: &str,
     namespace: &str,
+    edit: impl FnMut(&mut Value),
+) {
+    let path = format!("examples/{example}/reconciler/rbac.yaml");
+    apply_rbac_file(cluster, &path, namespace, edit);
+}
+
+/// The RBAC documents of `path` (a file of the repo) in `namespace`, each Role rule passed through
+/// `edit` first.
+pub fn apply_rbac_file(
+    cluster: &TestCluster,
+    path: &str,
+    namespace: &str,
     mut edit: impl FnMut(&mut Value),
 ) {
-    let mut docs = documents(&format!("examples/{example}/reconciler/rbac.yaml"));
+    let mut docs = documents(path);
     for doc in &mut docs {
         doc["metadata"]["namespace"] = json!(namespace);
         if let Some(subjects) = doc.get_mut("subjects").and_then(Value::as_array_mut) {
@@ -145,8 +157,13 @@ pub async fn put_module_bytes(
 
 /// `examples/<example>/reconciler/reconciler.yaml`, in `namespace`, labelled for `test`'s host.
 pub fn example_reconciler(example: &str, namespace: &str, test: &str) -> Value {
-    let mut reconciler =
-        documents(&format!("examples/{example}/reconciler/reconciler.yaml")).remove(0);
+    let path = format!("examples/{example}/reconciler/reconciler.yaml");
+    reconciler_from(&path, namespace, test)
+}
+
+/// The Reconciler of `path` (a file of the repo), in `namespace`, labelled for `test`'s host.
+pub fn reconciler_from(path: &str, namespace: &str, test: &str) -> Value {
+    let mut reconciler = documents(path).remove(0);
     reconciler["metadata"]["namespace"] = json!(namespace);
     reconciler["metadata"]["labels"] = json!({ TEST_LABEL: test });
     reconciler

@@ -27,6 +27,8 @@ pub struct Registry {
     log: PathBuf,
     /// The certificate of an HTTPS registry (its own CA).
     pub ca: Option<PathBuf>,
+    /// `user:password`, if it asks for them.
+    auth: Option<String>,
 }
 
 impl Registry {
@@ -77,7 +79,27 @@ impl Registry {
             blobs,
             log,
             ca,
+            auth: auth.map(String::from),
         }
+    }
+
+    /// A dockerconfigjson with this registry's `user:password`, as a pull Secret's `.dockerconfigjson`
+    /// or an `--oci-credentials` file holds it.
+    pub fn docker_config(&self) -> String {
+        use base64::Engine as _;
+        let auth = self
+            .auth
+            .as_deref()
+            .expect("a registry that asks for credentials");
+        let auth = base64::engine::general_purpose::STANDARD.encode(auth);
+        format!(r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#, self.addr)
+    }
+
+    /// `docker_config` written to `dir/config.json`, for `--oci-credentials`.
+    pub fn credentials_file(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("config.json");
+        std::fs::write(&path, self.docker_config()).unwrap();
+        path
     }
 
     /// `oci://ADDR/REPOSITORY_AND_TAG`.

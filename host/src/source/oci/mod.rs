@@ -6,7 +6,8 @@
 //! The wasm layer is checked against its digest and kept on disk by digest (`--cache-dir`), so a
 //! restart pulls nothing. A tag is polled: a new manifest digest is pulled and handed to the hot swap,
 //! with the keep-last-good rules of every source. A digest reference never changes and is never polled.
-//! The pull is the host's, made with the operator's credentials and TLS settings; the guest has no
+//! The pull is the host's, made with the operator's TLS settings and the source's credentials (the
+//! operator's file for `run`, a reconciler's own pull Secret in platform mode); the guest has no
 //! network.
 
 mod cache;
@@ -25,6 +26,7 @@ use oci_client::Reference;
 use tokio::sync::mpsc;
 
 use super::Update;
+pub use credentials::Credentials;
 pub use push::{PushArgs, push};
 use registry::{Pulled, Registry};
 
@@ -45,8 +47,8 @@ const MAX_MODULE_BYTES: u64 = 256 << 20;
 pub enum OciError {
     #[error("`{0}` is not an OCI reference (oci://REGISTRY/REPOSITORY:TAG or @sha256:DIGEST): {1}")]
     Reference(String, String),
-    #[error("reading the registry credentials {path}: {reason}")]
-    Credentials { path: String, reason: String },
+    #[error("reading the registry credentials {from}: {reason}")]
+    Credentials { from: String, reason: String },
     #[error("reading the registry CA certificates {path}: {reason}")]
     CaFile { path: String, reason: String },
     #[error("{action} {reference}: {reason}")]
@@ -118,15 +120,27 @@ impl std::fmt::Display for OciReference {
     }
 }
 
-/// How the host reaches registries: the operator's decisions, shared by every `oci://` source and by
-/// `push`.
+/// The operator's registry credentials (`run` and `push`; not `serve`, where each reconciler names its
+/// own pull Secret and the host lends its credentials to no team).
 #[derive(Clone, Debug, Default, Args)]
-pub struct RegistryArgs {
+pub struct CredentialsArgs {
     /// Registry credentials: a dockerconfigjson file (`.dockerconfigjson` of a mounted Secret of type
     /// kubernetes.io/dockerconfigjson, or a `~/.docker/config.json`); read again before each pull, so a
     /// rotated Secret is picked up.
     #[arg(long, env = "RECONCILE_HOST_OCI_CREDENTIALS")]
     pub oci_credentials: Option<PathBuf>,
+}
+
+impl CredentialsArgs {
+    pub fn credentials(&self) -> Credentials {
+        Credentials::file(self.oci_credentials.as_deref())
+    }
+}
+
+/// How the host reaches registries (transport): the operator's decisions, shared by every `oci://`
+/// source, `push`, and every reconciler of `serve` (a team cannot turn on plain HTTP).
+#[derive(Clone, Debug, Default, Args)]
+pub struct RegistryArgs {
     /// A registry (HOST[:PORT]) reached over plain HTTP instead of HTTPS (repeatable; env:
     /// comma-separated). Only for registries on a trusted network: nothing then protects the module
     /// on the way but its digest.
@@ -148,13 +162,16 @@ pub struct OciArgs {
     pub oci_poll_interval: Duration,
 }
 
-/// One `oci://` module source: the reference, how to reach it, where pulled layers are kept.
+/// One `oci://` module source: the reference, how to reach it and with which credentials, where pulled
+/// layers are kept.
 #[derive(Clone, Debug)]
 pub struct OciSource {
     pub reference: OciReference,
     pub registry: RegistryArgs,
+    pub credentials: Credentials,
     pub poll_interval: Duration,
-    /// The host's `--cache-dir`: layers go to its `oci/` folder. Without one, every start pulls.
+    /// Where pulled layers go (an `oci/` folder under it): the host's `--cache-dir` for `run`, a
+    /// partition of it per credentials in platform mode. Without one, every start pulls.
     pub cache_dir: Option<PathBuf>,
 }
 
@@ -224,7 +241,8 @@ async fn check(
     current: Option<&str>,
     recovering: bool,
 ) -> Result<Option<Pulled>, OciError> {
-    let registry = Registry::connect(&source.registry)?.with_cache(cache);
+    let credentials = source.credentials.read().await?;
+    let registry = Registry::connect(&source.registry, credentials)?.with_cache(cache);
     let Some(digest) = current else {
         return registry.first(&source.reference).await;
     };
@@ -253,7 +271,57 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use futures::StreamExt;
+
     use super::*;
+
+    /// The rule that keeps one team from another's cached modules (platform mode partitions the cache
+    /// by credentials): a cache hit is served only from the cache dir it was pulled into, and only
+    /// after the source's credentials were read.
+    #[tokio::test]
+    async fn a_cached_module_is_served_only_from_its_partition_once_the_credentials_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = b"\0asm cached".to_vec();
+        let layer = registry::sha256(&bytes);
+        let manifest = format!("sha256:{}", "b".repeat(64));
+        let team_a = dir.path().join("a");
+        let cache = cache::Cache::new(&team_a);
+        cache.store_blob(&layer, &bytes);
+        cache.store_layer_of(&manifest, &layer);
+        // No registry answers there: only the cache can give the module.
+        let unreachable = "127.0.0.1:1";
+        let source = |cache_dir: &std::path::Path, credentials| {
+            Arc::new(OciSource {
+                reference: format!("oci://{unreachable}/team/myapp@{manifest}")
+                    .parse()
+                    .unwrap(),
+                registry: RegistryArgs {
+                    oci_plain_http: vec![unreachable.into()],
+                    ..RegistryArgs::default()
+                },
+                credentials,
+                poll_interval: Duration::from_secs(60),
+                cache_dir: Some(cache_dir.to_path_buf()),
+            })
+        };
+        let first = |source| async { updates(source).next().await.unwrap() };
+        assert_eq!(
+            first(source(&team_a, Credentials::Anonymous)).await,
+            Ok(bytes)
+        );
+        let elsewhere = first(source(&dir.path().join("b"), Credentials::Anonymous)).await;
+        assert!(elsewhere.unwrap_err().contains(unreachable));
+        let unreadable = Credentials::Secret {
+            client: credentials::tests::fake_api(vec![]).await,
+            namespace: "team-a".into(),
+            name: "registry".into(),
+        };
+        let error = first(source(&team_a, unreadable)).await.unwrap_err();
+        assert!(
+            error.contains("Secret team-a/registry: not found"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn references_parse_with_a_registry_only() {

@@ -11,7 +11,10 @@ use oci_client::client::{Config, ImageLayer};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 
 use super::registry::{Registry, registry_error, sha256};
-use super::{OciError, OciReference, RegistryArgs, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
+use super::{
+    CredentialsArgs, OciError, OciReference, RegistryArgs, WASM_CONFIG_MEDIA_TYPE,
+    WASM_LAYER_MEDIA_TYPE,
+};
 
 #[derive(Debug, Args)]
 pub struct PushArgs {
@@ -21,6 +24,8 @@ pub struct PushArgs {
     pub reference: OciReference,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub credentials: CredentialsArgs,
 }
 
 /// Pushes the module and prints its digest reference (the immutable form, for production).
@@ -59,7 +64,8 @@ pub fn push(args: &PushArgs, out: &mut impl std::io::Write) -> anyhow::Result<()
 async fn upload(args: &PushArgs, bytes: Vec<u8>) -> Result<String, OciError> {
     let reference = &args.reference;
     let image = &reference.0;
-    let registry = Registry::connect(&args.registry)?;
+    let credentials = args.credentials.credentials().read().await?;
+    let registry = Registry::connect(&args.registry, credentials)?;
     let auth = registry.auth(image);
     let title = args
         .module

@@ -14,7 +14,6 @@ use oci_client::{Client, Reference};
 use sha2::{Digest as _, Sha256};
 
 use super::cache::Cache;
-use super::credentials::read_credentials;
 use super::{
     LEGACY_WASM_LAYER_MEDIA_TYPE, MAX_MODULE_BYTES, OciError, OciReference, RegistryArgs,
     WASM_LAYER_MEDIA_TYPE, chain,
@@ -26,8 +25,8 @@ pub struct Pulled {
     pub bytes: Vec<u8>,
 }
 
-/// A client with what the operator configured, built afresh for each check so that rotated
-/// credentials count.
+/// A client with what the operator configured and the source's credentials, built afresh for each
+/// check so that rotated credentials count.
 pub struct Registry {
     pub(super) client: Client,
     credentials: BTreeMap<String, RegistryAuth>,
@@ -35,7 +34,10 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn connect(args: &RegistryArgs) -> Result<Registry, OciError> {
+    pub fn connect(
+        args: &RegistryArgs,
+        credentials: BTreeMap<String, RegistryAuth>,
+    ) -> Result<Registry, OciError> {
         // reqwest is built on rustls without a provider of its own: use ring, as kube does.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let protocol = match args.oci_plain_http.as_slice() {
@@ -58,10 +60,6 @@ impl Registry {
             path: display(args.oci_ca_file.as_deref()),
             reason: chain(&e),
         })?;
-        let credentials = match &args.oci_credentials {
-            Some(path) => read_credentials(path)?,
-            None => BTreeMap::new(),
-        };
         Ok(Registry {
             client,
             credentials,
@@ -74,7 +72,7 @@ impl Registry {
         self
     }
 
-    /// The credentials for a reference's registry; anonymous if the file has none.
+    /// The credentials for a reference's registry; anonymous if the source has none.
     pub fn auth(&self, reference: &Reference) -> RegistryAuth {
         self.credentials
             .get(reference.resolve_registry())
@@ -238,7 +236,7 @@ pub(super) fn registry_error(
 ) -> OciError {
     let hint = match error {
         OciDistributionError::UnauthorizedError { .. } => {
-            " (the registry wants credentials the host does not have: see --oci-credentials)"
+            " (the registry wants credentials the host was not given: see --oci-credentials, or the reconciler's pull Secret)"
         }
         _ => "",
     };
