@@ -188,7 +188,11 @@ async fn each_alert_fires_on_the_metrics_of_a_host_in_its_state_and_none_on_a_he
 
     // Healthy: demo-app reconciled, nothing fails. Then killed: Prometheus can reach no replica.
     let healthy_ns = cluster.namespace("mon-healthy").await.unwrap();
-    let mut healthy = HostProcess::myapp(kubeconfig, &healthy_ns, &component("guest_myapp"), &[]);
+    // Its module is a copy, so that its source can fail later.
+    let module_dir = tempfile::tempdir().unwrap();
+    let healthy_module = module_dir.path().join("module.wasm");
+    std::fs::copy(component("guest_myapp"), &healthy_module).unwrap();
+    let mut healthy = HostProcess::myapp(kubeconfig, &healthy_ns, &healthy_module, &[]);
     let before = scrape_when(&healthy, "the healthy host's metrics", |s| {
         s.value("reconcile_host_leader").is_some()
     })
@@ -212,6 +216,19 @@ async fn each_alert_fires_on_the_metrics_of_a_host_in_its_state_and_none_on_a_he
     let healthy_metrics = common::http::get(&healthy.metrics_addr().unwrap(), "/metrics")
         .unwrap()
         .1;
+    // Its module's source fails (the file is gone): the module it has keeps serving.
+    std::fs::remove_file(&healthy_module).unwrap();
+    let unavailable = scrape_when(&healthy, "the module source failing", |s| {
+        s.value(r#"reconcile_host_module_unavailable{controller="myapp"}"#) == Some(1.0)
+    })
+    .await;
+    groups.push(
+        held_for_an_hour("source failing", &healthy_ns, &after, &unavailable)
+            + &expect_alerts(&[(
+                "ReconcileHostModuleUnavailable",
+                labels(&[("namespace", &healthy_ns), ("controller", "myapp")]),
+            )]),
+    );
     healthy.kill();
     let down = Scrape::of(&healthy.metrics_addr().unwrap());
     assert!(!down.up, "a killed host still answers");

@@ -150,4 +150,12 @@ async fn the_javascript_guest_runs_from_a_registry_and_follows_its_tag() {
         host.log()
             .contains("using the module this tag had at the last pull")
     );
+    // The tag cannot be checked while the registry is down: the metric the alert reads says so.
+    let unavailable = r#"reconcile_host_module_unavailable{controller="myapp"} 1"#;
+    wait_for("the module source reported unavailable", || async {
+        let addr = host.metrics_addr()?;
+        let (_, metrics) = common::http::get(&addr, "/metrics").ok()?;
+        metrics.contains(unavailable).then_some(())
+    })
+    .await;
 }

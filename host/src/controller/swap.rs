@@ -72,6 +72,9 @@ pub async fn follow_into(
     reconcile_all: UnboundedSender<()>,
 ) {
     while let Some(update) = updates.next().await {
+        if slot == Slot::Active {
+            ctx.metrics.module_source(update.is_ok());
+        }
         let digest = update.as_ref().ok().map(|bytes| digest_of(bytes));
         if slot == Slot::Active && digest.as_deref() == Some(ctx.module().digest()) {
             // The active module again (a source that recovered, a ConfigMap restored): nothing to

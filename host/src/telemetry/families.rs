@@ -65,6 +65,7 @@ pub(super) struct Families {
     pub(super) shadow_parents: Family<ResultLabels, Gauge>,
     pub(super) failing_parents: Family<ControllerLabels, Gauge>,
     pub(super) module_refused: Family<ControllerLabels, Gauge>,
+    pub(super) module_unavailable: Family<ControllerLabels, Gauge>,
     pub(super) max_workers: Family<ControllerLabels, Gauge>,
     pub(super) conversions: Family<ResultLabels, Counter>,
     pub(super) leader: Gauge,
@@ -96,6 +97,7 @@ impl Families {
             shadow_parents: Family::default(),
             failing_parents: Family::default(),
             module_refused: Family::default(),
+            module_unavailable: Family::default(),
             max_workers: Family::default(),
             conversions: Family::default(),
             leader: Gauge::default(),
@@ -178,6 +180,11 @@ impl Families {
             "reconcile_host_module_refused",
             "1 while the latest module version offered was refused and the previous one keeps serving",
             f.module_refused.clone(),
+        );
+        registry.register(
+            "reconcile_host_module_unavailable",
+            "1 while the module's source cannot deliver it (a registry down or refusing, credentials that cannot be read, a layer failing its digest, a ConfigMap that cannot be read) and the last good module keeps serving",
+            f.module_unavailable.clone(),
         );
         registry.register(
             "controller_runtime_max_concurrent_reconciles",

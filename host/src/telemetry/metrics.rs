@@ -48,6 +48,7 @@ impl Metrics {
         f.active_workers.remove(&self.controller);
         f.max_workers.remove(&self.controller);
         f.module_refused.remove(&self.controller);
+        f.module_unavailable.remove(&self.controller);
         f.failing_parents.remove(&self.controller);
         f.failing_counters
             .lock()
@@ -177,9 +178,19 @@ impl Metrics {
         f.module_refused
             .get_or_create(&self.controller)
             .set(i64::from(!accepted));
+        // A version to load, good or not, is one the source delivered.
+        self.module_source(true);
         if accepted {
             self.set_active_digest(Some(&digest));
         }
+    }
+
+    /// Whether the module's source delivers (`true`), or fails while the last good module serves.
+    pub fn module_source(&self, delivers: bool) {
+        self.families
+            .module_unavailable
+            .get_or_create(&self.controller)
+            .set(i64::from(!delivers));
     }
 
     /// Sets how many reconciles of this controller may run at once.

@@ -83,12 +83,23 @@ fn alert_inputs_follow_the_controller_state() {
         r#"controller_runtime_max_concurrent_reconciles{controller="myapp"} 16"#,
         "reconcile_host_leader 0",
         r#"reconcile_host_module_refused{controller="myapp"} 1"#,
+        r#"reconcile_host_module_unavailable{controller="myapp"} 0"#,
         r#"reconcile_host_failing_parents{controller="myapp"} 2"#,
     ] {
         assert!(text.contains(expected), "missing {expected} in:\n{text}");
     }
 
-    // A good module clears the refusal; the failing count is taken again at each scrape.
+    // A source that fails (a registry down) while the last good module serves.
+    metrics.module_source(false);
+    let text = metrics.encode();
+    let unavailable = r#"reconcile_host_module_unavailable{controller="myapp"} 1"#;
+    assert!(
+        text.contains(unavailable),
+        "missing {unavailable} in:\n{text}"
+    );
+
+    // A good module clears the refusal and the unavailability; the failing count is taken again at
+    // each scrape.
     metrics.leading(true);
     metrics.module_loaded("sha256:good", true);
     failing.store(0, std::sync::atomic::Ordering::Relaxed);
@@ -96,6 +107,7 @@ fn alert_inputs_follow_the_controller_state() {
     for expected in [
         "reconcile_host_leader 1",
         r#"reconcile_host_module_refused{controller="myapp"} 0"#,
+        r#"reconcile_host_module_unavailable{controller="myapp"} 0"#,
         r#"reconcile_host_failing_parents{controller="myapp"} 0"#,
     ] {
         assert!(text.contains(expected), "missing {expected} in:\n{text}");
@@ -103,8 +115,10 @@ fn alert_inputs_follow_the_controller_state() {
 
     metrics.remove_controller();
     let text = metrics.encode();
-    assert!(
-        !text.contains(r#"failing_parents{controller="myapp"}"#),
-        "{text}"
-    );
+    for gone in [
+        r#"failing_parents{controller="myapp"}"#,
+        r#"module_unavailable{controller="myapp"}"#,
+    ] {
+        assert!(!text.contains(gone), "{text}");
+    }
 }
