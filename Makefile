@@ -56,9 +56,10 @@ run: build controlplane
 cluster: controlplane host
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" $(TARGET_DIR)/release/testcluster
 
-# The guest call against native code, then the controllers side by side on a local control plane (and
-# their growth to 10,000 parents; RECONCILE_HOST_BENCH_GROWTH= skips it), then 20 reconcilers on one
-# platform host against 20 single hosts (about 35 min in all). Results are also written to target/bench/.
+# The guest call against native code, then the controllers side by side, each on a fresh local control
+# plane with the cores kept awake (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 lets them halt), and their growth
+# to 10,000 parents (RECONCILE_HOST_BENCH_GROWTH= skips it), then 20 reconcilers on one platform host
+# against 20 single hosts (about 35 min in all). Results are also written to target/bench/.
 bench: guests controlplane
 	mkdir -p target/bench
 	cargo bench --locked -p reconcile-host --bench guest_call >target/bench/guest-call.txt

@@ -1,93 +1,117 @@
-//! Growth: the two floors, reconcile-host and the native controller at several sizes (1,000, 3,000 and
-//! 10,000 MyApps unless `RECONCILE_HOST_BENCH_GROWTH` says otherwise), each contender at each size on
-//! a fresh control plane, so that no measurement pays for the objects an earlier one left in etcd.
+//! One row of the benchmark: the two floors, reconcile-host and the native controller converging N
+//! MyApps, each on a fresh control plane (`fresh`), and optionally each one's hot swap on the parents
+//! it converged. The main row (N = `RECONCILE_HOST_BENCH_PARENTS`, with the swaps) is followed by
+//! growth rows at larger sizes (3,000 and 10,000 unless `RECONCILE_HOST_BENCH_GROWTH` says otherwise).
 
 use std::path::Path;
 
 use anyhow::Result;
-use testcluster::TestCluster;
 
 use crate::floor::Floor;
+use crate::fresh::on_fresh_cluster;
 use crate::measure::{self, Contender, Converged, converge};
-use crate::spawn::Spawner;
-use crate::{guests, myapp};
+use crate::swap::{self, Swap};
+use crate::{guests, module_configmap};
 
-/// The three contenders' convergence at one size.
+/// The four contenders' convergence at one size.
 pub struct Row {
     pub parents: usize,
     pub floor: Converged,
     pub checked_floor: Converged,
     pub ours: Converged,
     pub native: Converged,
+    /// The hot swap, and its floor, if this row measured them.
+    pub swaps: Option<Swaps>,
 }
 
-/// The sizes to measure: `RECONCILE_HOST_BENCH_GROWTH` (comma-separated; empty for none).
-pub fn sizes() -> Vec<usize> {
-    match std::env::var("RECONCILE_HOST_BENCH_GROWTH") {
+/// reconcile-host's hot swap on its converged parents, and the bare client's writes of one.
+pub struct Swaps {
+    pub ours: Swap,
+    pub floor: Swap,
+}
+
+/// The growth sizes: `RECONCILE_HOST_BENCH_GROWTH` (comma-separated; empty for none), those above
+/// `main` (the main row measures that one).
+pub fn sizes(main: usize) -> Vec<usize> {
+    let sizes = match std::env::var("RECONCILE_HOST_BENCH_GROWTH") {
         Ok(list) => list
             .split(',')
             .filter_map(|s| s.trim().parse().ok())
             .collect(),
-        Err(_) => vec![1000, 3000, 10000],
-    }
+        Err(_) => vec![3000, 10000],
+    };
+    sizes.into_iter().filter(|&n| n > main).collect()
 }
 
-pub async fn run(sizes: &[usize], logs: &Path) -> Result<Vec<Row>> {
-    let guest = guests::component("guest_myapp");
-    let mut rows = Vec::new();
-    for &n in sizes {
-        eprintln!("bench: growth at {n} parents");
-        let floor = on_fresh_cluster(logs, async |client, cluster, ns, _| {
-            measure::floor(client, cluster, ns, n, Floor::Bare).await
-        })
-        .await?;
-        let checked_floor = on_fresh_cluster(logs, async |client, cluster, ns, _| {
-            measure::floor(client, cluster, ns, n, Floor::Checked).await
-        })
-        .await?;
-        let ours = on_fresh_cluster(logs, async |client, cluster, ns, spawn| {
-            let module = guest.to_str().unwrap();
-            let mut host = spawn.host("reconcile-host-growth", ns, &["--module", module], &[])?;
+const MODULE_CONFIGMAP: &str = "myapp-module";
+
+impl Row {
+    /// Measures the four contenders at `n` parents, each on its own control plane; with `swaps`,
+    /// each floor's and the host's swap on the parents they converged.
+    pub async fn measure(n: usize, logs: &Path, swaps: bool) -> Result<Row> {
+        eprintln!("bench: {n} parents");
+        let guest = guests::component("guest_myapp");
+        let variant_b = guests::myapp_variant_b();
+        let (floor, swap_floor) =
+            on_fresh_cluster("floor", logs, async |client, cluster, ns, _| {
+                let converged = measure::floor(client, cluster, ns, n, Floor::Bare).await?;
+                let swap = if swaps {
+                    Some(swap::floor(client, cluster, ns, n).await?)
+                } else {
+                    None
+                };
+                Ok((converged, swap))
+            })
+            .await?;
+        let checked_floor =
+            on_fresh_cluster("floor-checked", logs, async |client, cluster, ns, _| {
+                measure::floor(client, cluster, ns, n, Floor::Checked).await
+            })
+            .await?;
+        let (ours, swap) = on_fresh_cluster("host", logs, async |client, cluster, ns, spawn| {
+            let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+                kube::Api::namespaced(client.clone(), ns);
+            configmaps
+                .create(
+                    &Default::default(),
+                    &module_configmap(MODULE_CONFIGMAP, &guest)?,
+                )
+                .await?;
+            let configmap = format!("{ns}/{MODULE_CONFIGMAP}");
+            let module = ["--module-configmap", configmap.as_str()];
+            let mut host = spawn.host("reconcile-host", ns, &module, &[])?;
             let contender = Contender {
                 process: &host.process,
                 metrics_addr: Some(&host.metrics_addr),
             };
-            let converged = converge(client, cluster, ns, n, &contender).await;
+            let converged = converge(client, cluster, ns, n, &contender).await?;
+            // The warm-up parent `converge` made first is swapped too.
+            let b = (MODULE_CONFIGMAP, variant_b.as_path());
+            let swap = if swaps {
+                Some(swap::host(client, cluster, ns, &host.process, n + 1, b).await?)
+            } else {
+                None
+            };
             host.process.kill();
-            converged
+            Ok((converged, swap))
         })
         .await?;
-        let native = on_fresh_cluster(logs, async |client, cluster, ns, spawn| {
+        let native = on_fresh_cluster("native", logs, async |client, cluster, ns, spawn| {
             let mut native = spawn.native(ns)?;
-            let contender = Contender {
-                process: &native,
-                metrics_addr: None,
-            };
-            let converged = converge(client, cluster, ns, n, &contender).await;
+            let converged = converge(client, cluster, ns, n, &Contender::unwatched(&native)).await;
             native.kill();
             converged
         })
         .await?;
-        rows.push(Row {
+        Ok(Row {
             parents: n,
             floor,
             checked_floor,
             ours,
             native,
-        });
+            swaps: swap
+                .zip(swap_floor)
+                .map(|(ours, floor)| Swaps { ours, floor }),
+        })
     }
-    Ok(rows)
-}
-
-/// Starts a control plane with the MyApp CRD and a namespace, runs `measure` on it, and stops it.
-async fn on_fresh_cluster<F>(logs: &Path, measure: F) -> Result<Converged>
-where
-    F: AsyncFnOnce(&kube::Client, &TestCluster, &str, &Spawner) -> Result<Converged>,
-{
-    let cluster = TestCluster::start().await?;
-    myapp::install_crd(&cluster);
-    let client = cluster.client().await?;
-    let ns = cluster.namespace("growth").await?;
-    let spawn = Spawner::new(&cluster, logs);
-    measure(&client, &cluster, &ns, &spawn).await
 }

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::Client;
 use testcluster::TestCluster;
 use testcluster::process::Component;
@@ -53,6 +53,17 @@ pub struct Rss {
 pub struct Contender<'a> {
     pub process: &'a Component,
     pub metrics_addr: Option<&'a str>,
+}
+
+impl<'a> Contender<'a> {
+    /// A controller whose reconciles the benchmark cannot count (it serves no reconcile-host
+    /// metrics).
+    pub fn unwatched(process: &'a Component) -> Contender<'a> {
+        Contender {
+            process,
+            metrics_addr: None,
+        }
+    }
 }
 
 fn mib(kib: u64) -> f64 {
@@ -127,7 +138,20 @@ pub async fn floor(
     };
     let cpu_before = clock.read();
     let start = Instant::now();
-    floor::write_all(client, namespace, create(client, namespace, 0..n), floor).await?;
+    // Parents are created as for the controllers, `CONCURRENCY` at a time whatever the writer does
+    // meanwhile; the writer takes each as it comes.
+    let (created, parents) = futures::channel::mpsc::unbounded();
+    let creating = {
+        let (client, namespace) = (client.clone(), namespace.to_owned());
+        tokio::spawn(async move {
+            create(&client, &namespace, 0..n)
+                .map(Ok)
+                .forward(created)
+                .await
+        })
+    };
+    floor::write_all(client, namespace, parents, floor).await?;
+    creating.await??;
     let created = start.elapsed();
     watch::converged(client, namespace, n).await?;
     let time = start.elapsed();

@@ -6,32 +6,16 @@ use std::time::Duration;
 
 use crate::CONCURRENCY;
 use crate::cpu::CpuSeconds;
-use crate::growth::Row;
+use crate::growth::{Row, Swaps};
 use crate::measure::Converged;
-
-/// A hot swap on every parent, or the floor's writes of one: how long, the Deployment and status
-/// writes per parent, and the CPU time spent meanwhile.
-pub struct Swap {
-    pub time: Duration,
-    pub writes: f64,
-    pub cpu: CpuSeconds,
-}
 
 /// Everything the convergence benchmark measured.
 pub struct Results {
-    pub parents: usize,
     pub python: Converged,
-    pub floor: Converged,
-    pub checked_floor: Converged,
-    pub ours: Converged,
-    pub native: Converged,
-    /// The hot swap.
-    pub swap: Swap,
-    /// A bare client writing what a swap that changes every child writes.
-    pub swap_floor: Swap,
+    /// The main row (with the swaps) first, then the growth rows.
+    pub rows: Vec<Row>,
     /// Cold starts: language, whether the artifact cache was filled, time.
     pub cold: Vec<(&'static str, bool, Duration)>,
-    pub growth: Vec<Row>,
 }
 
 fn secs(c: &Converged) -> f64 {
@@ -40,24 +24,20 @@ fn secs(c: &Converged) -> f64 {
 
 pub fn report(r: &Results) -> String {
     let mut out = String::new();
-    convergence(&mut out, r);
-    let (swap, floor) = (&r.swap, &r.swap_floor);
     let _ = writeln!(
         out,
-        "Hot swap at {} parents: ConfigMap update until every Deployment is the new module's: {:.2} s   ({:.2} writes per parent; CPU {})",
-        r.parents,
-        swap.time.as_secs_f64(),
-        swap.writes,
-        cpu(&swap.cpu, swap.time),
+        "{}",
+        if crate::awake::enabled() {
+            "The cores are kept awake by idle-priority spinners, whose CPU is counted nowhere (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 to measure without)."
+        } else {
+            "The cores are left to halt when idle (RECONCILE_HOST_BENCH_KEEP_AWAKE=0): on a virtual machine, each wakeup's cost falls on whoever runs next."
+        }
     );
-    let _ = writeln!(
-        out,
-        "  the same writes from a bare client (floor): {:.2} s   ({:.2} writes per parent; CPU {}); swap / floor {:.2}x   (target <= 1.3x)",
-        floor.time.as_secs_f64(),
-        floor.writes,
-        cpu(&floor.cpu, floor.time),
-        swap.time.as_secs_f64() / floor.time.as_secs_f64()
-    );
+    let main = &r.rows[0];
+    convergence(&mut out, main, &r.python);
+    if let Some(swaps) = &main.swaps {
+        hot_swap(&mut out, main.parents, swaps);
+    }
     let _ = writeln!(
         out,
         "Cold start: process start until a first parent has its status"
@@ -74,14 +54,34 @@ pub fn report(r: &Results) -> String {
             time.as_secs_f64()
         );
     }
-    growth(&mut out, &r.growth);
+    growth(&mut out, &r.rows);
     out
 }
 
-fn convergence(out: &mut String, r: &Results) {
+fn hot_swap(out: &mut String, parents: usize, swaps: &Swaps) {
+    let (swap, floor) = (&swaps.ours, &swaps.floor);
     let _ = writeln!(
         out,
-        "Convergence: {} MyApps created at once ({CONCURRENCY} at a time) until each has its Deployment and status",
+        "Hot swap at {} parents: ConfigMap update until every Deployment is the new module's: {:.2} s   ({:.2} writes per parent; CPU {})",
+        parents,
+        swap.time.as_secs_f64(),
+        swap.writes,
+        cpu(&swap.cpu, swap.time),
+    );
+    let _ = writeln!(
+        out,
+        "  the same writes from a bare client (floor): {:.2} s   ({:.2} writes per parent; CPU {}); swap / floor {:.2}x   (target <= 1.3x)",
+        floor.time.as_secs_f64(),
+        floor.writes,
+        cpu(&floor.cpu, floor.time),
+        swap.time.as_secs_f64() / floor.time.as_secs_f64()
+    );
+}
+
+fn convergence(out: &mut String, r: &Row, python: &Converged) {
+    let _ = writeln!(
+        out,
+        "Convergence: {} MyApps created at once ({CONCURRENCY} at a time) until each has its Deployment and status, each contender on a fresh control plane",
         r.parents
     );
     let _ = writeln!(
@@ -94,7 +94,7 @@ fn convergence(out: &mut String, r: &Results) {
         ("floor + GET + Event (checked)", &r.checked_floor),
         ("reconcile-host, Rust guest", &r.ours),
         ("native kube-rs, same logic", &r.native),
-        ("seed's Python controller", &r.python),
+        ("seed's Python controller", python),
     ];
     for (name, c) in contenders {
         let rss = c.rss_mib.map_or("-".to_string(), |r| {
@@ -115,7 +115,7 @@ fn convergence(out: &mut String, r: &Results) {
         out,
         "  (created: when the last parent was created, for the floor when its last write was done; writes: Deployment and MyApp status writes per parent; reconciles per parent, from the host's metrics)"
     );
-    let (ours, floor, native, python) = (&r.ours, &r.floor, &r.native, &r.python);
+    let (ours, floor, native) = (&r.ours, &r.floor, &r.native);
     if let Some(h) = ours.host {
         let _ = writeln!(
             out,
@@ -194,7 +194,7 @@ fn cores() -> usize {
 }
 
 fn growth(out: &mut String, rows: &[Row]) {
-    if rows.is_empty() {
+    if rows.len() < 2 {
         return;
     }
     let _ = writeln!(
@@ -203,7 +203,7 @@ fn growth(out: &mut String, rows: &[Row]) {
     );
     let _ = writeln!(
         out,
-        "  {:>7} {:>18} {:>18} {:>18} {:>18} {:>7} {:>7} {:>10} {:>10} {:>7}",
+        "  {:>7} {:>18} {:>18} {:>18} {:>18} {:>7} {:>7} {:>10} {:>10} {:>7} {:>10}",
         "parents",
         "floor",
         "checked floor",
@@ -213,7 +213,8 @@ fn growth(out: &mut String, rows: &[Row]) {
         "/chkd",
         "ours RSS",
         "native RSS",
-        "writes"
+        "writes",
+        "reconciles"
     );
     let per = |c: &Converged, n: usize| {
         format!("{:.2} s {:>5.2} ms", secs(c), secs(c) * 1000.0 / n as f64)
@@ -223,7 +224,7 @@ fn growth(out: &mut String, rows: &[Row]) {
         let n = row.parents;
         let _ = writeln!(
             out,
-            "  {n:>7} {:>18} {:>18} {:>18} {:>18} {:>6.2}x {:>6.2}x {:>6.1} MiB {:>6.1} MiB {:>7.2}",
+            "  {n:>7} {:>18} {:>18} {:>18} {:>18} {:>6.2}x {:>6.2}x {:>6.1} MiB {:>6.1} MiB {:>7.2} {:>10}",
             per(&row.floor, n),
             per(&row.checked_floor, n),
             per(&row.ours, n),
@@ -233,12 +234,26 @@ fn growth(out: &mut String, rows: &[Row]) {
             peak(&row.ours),
             peak(&row.native),
             row.ours.requests.controller(),
+            row.ours
+                .host
+                .map_or("-".to_string(), |h| format!("{:.2}", h.reconciles)),
         );
     }
     let _ = writeln!(
         out,
-        "  (/floor, /chkd: ours against each floor; RSS: peak; writes: reconcile-host's Deployment and status writes per parent)"
+        "  (/floor, /chkd: ours against each floor; RSS: peak; writes and reconciles: reconcile-host's Deployment and status writes, and its reconciles, per parent)"
     );
+    for row in &rows[1..] {
+        let _ = writeln!(out, "  CPU at {} parents:", row.parents);
+        for (name, c) in [
+            ("floor", &row.floor),
+            ("checked floor", &row.checked_floor),
+            ("ours", &row.ours),
+            ("native", &row.native),
+        ] {
+            let _ = writeln!(out, "    {name:<14} {}", cpu(&c.cpu, c.time));
+        }
+    }
     for pair in rows.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         let added = (b.parents - a.parents) as f64;
