@@ -93,21 +93,29 @@ async fn a_shadow_module_is_compared_on_live_parents_never_applied_and_promoted_
     }
     wait_shadow(&host, "myapp", [EACH, EACH, 0]).await;
 
+    // The metric counts a verdict before its Event is posted: wait for as many Events as verdicts.
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
-    let differs = events
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some("ShadowDiffers"))
-        .collect::<Vec<_>>();
-    let mut named: Vec<_> = differs
-        .iter()
-        .map(|e| e.involved_object.name.clone().unwrap())
-        .collect();
-    named.sort();
-    named.dedup();
+    let (differs, named) = wait_for("a ShadowDiffers Event per differing parent", || {
+        let events = events.clone();
+        async move {
+            let differs = events
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some("ShadowDiffers"))
+                .collect::<Vec<_>>();
+            let mut named: Vec<_> = differs
+                .iter()
+                .filter_map(|e| e.involved_object.name.clone())
+                .collect();
+            named.sort();
+            named.dedup();
+            (named.len() >= EACH).then_some((differs, named))
+        }
+    })
+    .await;
     assert_eq!(
         named,
         (0..EACH).map(|i| format!("big-{i}")).collect::<Vec<_>>()
