@@ -3,10 +3,10 @@
 //! for the halt. The cost lands on whoever runs next, as more CPU time for the same work.
 //!
 //! Measured on the 2-vCPU machine this benchmark was tuned on, 1000 MyApps:
-//! - reconcile-host's guest call took 130 µs per reconcile with the cores left to halt, and 73 µs
+//! - reconcile-host's guest call took 130 µs per reconcile with the cores left to halt, and 63-84 µs
 //!   with them kept awake.
 //! - The API server spent 11.6-12.0 s on reconcile-host's requests, against 7.0-7.6 s for the checked
-//!   floor's identical requests. Kept awake: 7.2 s against 6.9 s.
+//!   floor's identical requests. Kept awake: 6.6-7.9 s against 6.6-8.1 s.
 //!
 //! A controller's pipeline (watch event, reconcile, request, watch event) wakes more processes, more
 //! often, than the floor's writer. So leaving the cores to halt charged the host for the machine.
