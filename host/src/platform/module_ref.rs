@@ -72,25 +72,24 @@ pub(super) struct ModuleFields {
     pull_secret_namespace: &'static str,
 }
 
-pub(super) const MODULE_FIELDS: ModuleFields = ModuleFields {
-    module: "module",
-    config_map_namespace: "module.configMap.namespace",
-    config_map_name: "module.configMap.name",
-    reference: "module.oci.reference",
-    pull_secret_name: "module.oci.pullSecretName",
-    oci: "module.oci",
-    pull_secret_namespace: "module.oci.pullSecret.namespace",
-};
+/// The fields under `$prefix` (`module` or `shadowModule`), spelled out at compile time: `SpecError`
+/// names its field as a `&'static str`.
+macro_rules! module_fields {
+    ($prefix:literal) => {
+        ModuleFields {
+            module: $prefix,
+            config_map_namespace: concat!($prefix, ".configMap.namespace"),
+            config_map_name: concat!($prefix, ".configMap.name"),
+            reference: concat!($prefix, ".oci.reference"),
+            pull_secret_name: concat!($prefix, ".oci.pullSecretName"),
+            oci: concat!($prefix, ".oci"),
+            pull_secret_namespace: concat!($prefix, ".oci.pullSecret.namespace"),
+        }
+    };
+}
 
-pub(super) const SHADOW_FIELDS: ModuleFields = ModuleFields {
-    module: "shadowModule",
-    config_map_namespace: "shadowModule.configMap.namespace",
-    config_map_name: "shadowModule.configMap.name",
-    reference: "shadowModule.oci.reference",
-    pull_secret_name: "shadowModule.oci.pullSecretName",
-    oci: "shadowModule.oci",
-    pull_secret_namespace: "shadowModule.oci.pullSecret.namespace",
-};
+pub(super) const MODULE_FIELDS: ModuleFields = module_fields!("module");
+pub(super) const SHADOW_FIELDS: ModuleFields = module_fields!("shadowModule");
 
 impl ModuleRef {
     /// Checks one module field of a reconciler whose own namespace is `own` (none: a
