@@ -43,7 +43,9 @@ monitoring-tools:
 registry:
 	tests/registry/build.sh >/dev/null
 
+# The benchmarks are built too (not run): a benchmark that no longer compiles fails the tests.
 test: guests controlplane monitoring-tools registry lint-dockerfile
+	cargo build --release --locked --workspace --benches
 	cargo test --release --locked --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)/native
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" RECONCILE_HOST_MONITORING_BIN="$$(tests/monitoring/build.sh)" \
 		RECONCILE_HOST_REGISTRY_BIN="$$(tests/registry/build.sh)" cargo test --release --locked --workspace
@@ -57,9 +59,9 @@ cluster: controlplane host
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" $(TARGET_DIR)/release/testcluster
 
 # The guest call against native code, then the controllers side by side, each on a fresh local control
-# plane with the cores kept awake (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 lets them halt), and their growth
-# to 10,000 parents (RECONCILE_HOST_BENCH_GROWTH= skips it), then 20 reconcilers on one platform host
-# against 20 single hosts (about 35 min in all). Results are also written to target/bench/.
+# plane, and their growth to 10,000 parents (RECONCILE_HOST_BENCH_GROWTH= skips it), then 20 reconcilers
+# on one platform host against 20 single hosts (about 35 min in all). The cores are kept awake
+# (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 lets them halt). Results are also written to target/bench/.
 bench: guests controlplane
 	mkdir -p target/bench
 	cargo bench --locked -p reconcile-host --bench guest_call >target/bench/guest-call.txt

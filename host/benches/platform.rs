@@ -6,8 +6,12 @@
 //! - R single-reconciler hosts (`run`), one per namespace: the time from starting a host to its first
 //!   parent reconciled, and their memory in total.
 //!
+//! The cores are kept awake meanwhile, as in the controller part (`convergence/awake.rs`).
+//!
 //! Printed and written to `target/bench/platform.txt`.
 
+#[path = "convergence/awake.rs"]
+mod awake;
 #[path = "../tests/common/guests.rs"]
 #[allow(dead_code)]
 mod guests;
@@ -51,6 +55,9 @@ fn setting(name: &str, default: usize) -> usize {
 }
 
 fn main() -> Result<()> {
+    if std::env::args().nth(1).as_deref() == Some(awake::FLAG) {
+        return awake::spin();
+    }
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
@@ -66,6 +73,7 @@ struct Started {
 async fn run() -> Result<()> {
     let reconcilers = setting("RECONCILE_HOST_BENCH_RECONCILERS", 20);
     let parents = setting("RECONCILE_HOST_BENCH_RECONCILER_PARENTS", 50);
+    let _awake = awake::KeepAwake::start()?;
     let logs = tempfile::tempdir()?;
     eprintln!("bench: starting the control plane");
     let cluster = TestCluster::start().await?;
@@ -237,6 +245,7 @@ fn report(
     };
     let mib = |kib: u64| kib as f64 / 1024.0;
     let mut out = String::new();
+    let _ = writeln!(out, "{}", awake::described());
     let _ = writeln!(
         out,
         "Platform: {reconcilers} MyApp reconcilers with {parents} existing parents each"

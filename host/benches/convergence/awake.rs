@@ -51,6 +51,15 @@ pub fn enabled() -> bool {
     std::env::var("RECONCILE_HOST_BENCH_KEEP_AWAKE").map_or(true, |v| v != "0")
 }
 
+/// The report's first line: whether the cores were kept awake.
+pub fn described() -> &'static str {
+    if enabled() {
+        "The cores are kept awake by idle-priority spinners, whose CPU is counted nowhere (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 to measure without)."
+    } else {
+        "The cores are left to halt when idle (RECONCILE_HOST_BENCH_KEEP_AWAKE=0): on a virtual machine, each wakeup's cost falls on whoever runs next."
+    }
+}
+
 impl Drop for KeepAwake {
     fn drop(&mut self) {
         for spinner in &mut self.0 {

@@ -88,7 +88,7 @@ impl Row {
             // The warm-up parent `converge` made first is swapped too.
             let b = (MODULE_CONFIGMAP, variant_b.as_path());
             let swap = if swaps {
-                Some(swap::host(client, cluster, ns, &host.process, n + 1, b).await?)
+                Some(swap::host(client, cluster, ns, &contender, n + 1, b).await?)
             } else {
                 None
             };

@@ -84,7 +84,7 @@ pub async fn converge(
         .await?;
     watch::converged(client, namespace, 1).await?;
     let started = mib(contender.process.memory_kib().0);
-    let counted_before = host_counters(contender.metrics_addr);
+    let counted_before = HostCounters::take(contender.metrics_addr);
     eprintln!("bench: {namespace}: creating {n} MyApps");
     let before = Requests::take(client).await?;
     let clock = CpuClock {
@@ -111,13 +111,7 @@ pub async fn converge(
             now: mib(now),
             peak: mib(peak),
         }),
-        host: counted_before
-            .zip(host_counters(contender.metrics_addr))
-            .map(|(before, after)| HostCounters {
-                reconciles: (after.reconciles - before.reconciles) / n as f64,
-                reconcile_seconds: (after.reconcile_seconds - before.reconcile_seconds) / n as f64,
-                guest_seconds: (after.guest_seconds - before.guest_seconds) / n as f64,
-            }),
+        host: HostCounters::since(counted_before, contender.metrics_addr, n),
         cpu,
     })
 }
@@ -165,19 +159,36 @@ pub async fn floor(
     })
 }
 
-/// reconcile-host's counters so far (of every result).
-fn host_counters(metrics_addr: Option<&str>) -> Option<HostCounters> {
-    let (_, metrics) = http::get(metrics_addr?, "/metrics").ok()?;
-    let sum = |prefix: &str| -> f64 {
-        metrics
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-            .sum()
-    };
-    Some(HostCounters {
-        reconciles: sum("controller_runtime_reconcile_total{"),
-        reconcile_seconds: sum("controller_runtime_reconcile_time_seconds_sum{"),
-        guest_seconds: sum("reconcile_host_guest_call_duration_seconds_sum{"),
-    })
+impl HostCounters {
+    /// reconcile-host's counters so far (of every result), from the metrics it serves at `metrics_addr`.
+    pub fn take(metrics_addr: Option<&str>) -> Option<HostCounters> {
+        let (_, metrics) = http::get(metrics_addr?, "/metrics").ok()?;
+        let sum = |prefix: &str| -> f64 {
+            metrics
+                .lines()
+                .filter(|l| l.starts_with(prefix))
+                .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+                .sum()
+        };
+        Some(HostCounters {
+            reconciles: sum("controller_runtime_reconcile_total{"),
+            reconcile_seconds: sum("controller_runtime_reconcile_time_seconds_sum{"),
+            guest_seconds: sum("reconcile_host_guest_call_duration_seconds_sum{"),
+        })
+    }
+
+    /// What was counted since `before`, per parent of `n`.
+    pub fn since(
+        before: Option<HostCounters>,
+        metrics_addr: Option<&str>,
+        n: usize,
+    ) -> Option<Self> {
+        let (before, after) = before.zip(HostCounters::take(metrics_addr))?;
+        let n = n as f64;
+        Some(HostCounters {
+            reconciles: (after.reconciles - before.reconciles) / n,
+            reconcile_seconds: (after.reconcile_seconds - before.reconcile_seconds) / n,
+            guest_seconds: (after.guest_seconds - before.guest_seconds) / n,
+        })
+    }
 }

@@ -24,15 +24,7 @@ fn secs(c: &Converged) -> f64 {
 
 pub fn report(r: &Results) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{}",
-        if crate::awake::enabled() {
-            "The cores are kept awake by idle-priority spinners, whose CPU is counted nowhere (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 to measure without)."
-        } else {
-            "The cores are left to halt when idle (RECONCILE_HOST_BENCH_KEEP_AWAKE=0): on a virtual machine, each wakeup's cost falls on whoever runs next."
-        }
-    );
+    let _ = writeln!(out, "{}", crate::awake::described());
     let main = &r.rows[0];
     convergence(&mut out, main, &r.python);
     if let Some(swaps) = &main.swaps {
@@ -62,12 +54,23 @@ fn hot_swap(out: &mut String, parents: usize, swaps: &Swaps) {
     let (swap, floor) = (&swaps.ours, &swaps.floor);
     let _ = writeln!(
         out,
-        "Hot swap at {} parents: ConfigMap update until every Deployment is the new module's: {:.2} s   ({:.2} writes per parent; CPU {})",
+        "Hot swap at {} parents: ConfigMap update until every Deployment is the new module's: {:.2} s   ({:.2} writes and {} reconciles per parent; CPU {})",
         parents,
         swap.time.as_secs_f64(),
         swap.writes,
+        swap.host
+            .map_or("-".to_string(), |h| format!("{:.2}", h.reconciles)),
         cpu(&swap.cpu, swap.time),
     );
+    if let Some(loaded) = swap.module_loaded {
+        let _ = writeln!(
+            out,
+            "  of which until the new module was compiled and swapped in: {:.2} s; the rest, {:.2} s, is {:.2}x the floor",
+            loaded.as_secs_f64(),
+            (swap.time - loaded).as_secs_f64(),
+            (swap.time - loaded).as_secs_f64() / floor.time.as_secs_f64()
+        );
+    }
     let _ = writeln!(
         out,
         "  the same writes from a bare client (floor): {:.2} s   ({:.2} writes per parent; CPU {}); swap / floor {:.2}x   (target <= 1.3x)",

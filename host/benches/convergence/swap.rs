@@ -9,35 +9,48 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use testcluster::TestCluster;
-use testcluster::process::Component;
 
 use crate::cpu::{CpuClock, CpuSeconds};
-use crate::{api, floor, watch};
+use crate::measure::{Contender, HostCounters};
+use crate::{api, floor, http, watch};
 
 /// A hot swap on every parent, or the floor's writes of one: how long, the Deployment and status
-/// writes per parent, and the CPU time spent meanwhile.
+/// writes per parent, the CPU time spent meanwhile, and reconcile-host's own account of it.
 pub struct Swap {
     pub time: Duration,
     pub writes: f64,
     pub cpu: CpuSeconds,
+    pub host: Option<HostCounters>,
+    /// When the host had compiled and swapped in the new module: the part of a swap that the floor has
+    /// no counterpart for.
+    pub module_loaded: Option<Duration>,
 }
 
 /// Times `change` on the `parents` of `namespace`, with what it cost the API server and the CPU.
 async fn timed(
     client: &Client,
     cluster: &TestCluster,
-    contender: Option<&Component>,
+    contender: Option<&Contender<'_>>,
     parents: usize,
-    change: impl AsyncFnOnce() -> Result<()>,
+    change: impl AsyncFnOnce(Instant) -> Result<Option<Duration>>,
 ) -> Result<Swap> {
+    let metrics_addr = contender.and_then(|c| c.metrics_addr);
+    let counted_before = HostCounters::take(metrics_addr);
     let before = api::Requests::take(client).await?;
-    let clock = CpuClock { cluster, contender };
+    let clock = CpuClock {
+        cluster,
+        contender: contender.map(|c| c.process),
+    };
     let cpu_before = clock.read();
     let start = Instant::now();
-    change().await?;
+    let module_loaded = change(start).await?;
+    let time = start.elapsed();
+    let cpu = clock.read() - cpu_before;
     Ok(Swap {
-        time: start.elapsed(),
-        cpu: clock.read() - cpu_before,
+        time,
+        cpu,
+        host: HostCounters::since(counted_before, metrics_addr, parents),
+        module_loaded,
         writes: api::Requests::take(client)
             .await?
             .since(&before, parents)
@@ -51,19 +64,58 @@ pub async fn host(
     client: &Client,
     cluster: &TestCluster,
     namespace: &str,
-    host: &Component,
+    host: &Contender<'_>,
     parents: usize,
     (name, module): (&str, &Path),
 ) -> Result<Swap> {
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    timed(client, cluster, Some(host), parents, async || {
+    let metrics_addr = host.metrics_addr.map(str::to_owned);
+    timed(client, cluster, Some(host), parents, async |start| {
         let update = crate::module_configmap(name, module)?;
+        let loads_before = module_loads(metrics_addr.clone()).await;
         configmaps
             .patch(name, &PatchParams::default(), &Patch::Merge(update))
             .await?;
-        watch::labelled(client, namespace, parents).await
+        let (loaded, labelled) = futures::join!(
+            module_loaded(metrics_addr, loads_before, start),
+            watch::labelled(client, namespace, parents)
+        );
+        labelled.map(|()| loaded)
     })
     .await
+}
+
+/// The modules the host has loaded so far, from its metrics (0 without them).
+async fn module_loads(metrics_addr: Option<String>) -> f64 {
+    let Some(addr) = metrics_addr else {
+        return 0.0;
+    };
+    let metrics = tokio::task::spawn_blocking(move || http::get(&addr, "/metrics")).await;
+    let Ok(Ok((_, metrics))) = metrics else {
+        return 0.0;
+    };
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("reconcile_host_module_loads_total{"))
+        .filter(|l| l.contains("result=\"loaded\""))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+/// How long after `start` the host counted one more module loaded than `before` (polled every 10 ms).
+async fn module_loaded(
+    metrics_addr: Option<String>,
+    before: f64,
+    start: Instant,
+) -> Option<Duration> {
+    metrics_addr.as_ref()?;
+    while start.elapsed() < Duration::from_secs(60) {
+        if module_loads(metrics_addr.clone()).await > before {
+            return Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
 }
 
 /// The floor of a swap that changes every child, on the `parents` of `namespace`.
@@ -73,8 +125,8 @@ pub async fn floor(
     namespace: &str,
     parents: usize,
 ) -> Result<Swap> {
-    timed(client, cluster, None, parents, async || {
-        floor::rewrite_all(client, namespace).await
+    timed(client, cluster, None, parents, async |_| {
+        floor::rewrite_all(client, namespace).await.map(|()| None)
     })
     .await
 }
