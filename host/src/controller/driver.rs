@@ -54,7 +54,7 @@ pub async fn drive(
         related_streams.push((stream, kind.resource.clone()));
     }
     // The Namespace cache of `--child-namespace-selector`: listed before any parent is reconciled,
-    // like the child caches. Its changes trigger no parent: a namespace is checked when a child goes there.
+    // like the child caches. A change of a namespace's match reconciles the parents it concerns (`namespaces`).
     let namespace_stream = ctx.namespace_writer().map(|writer| {
         let listed = Listed::new();
         children_listed.push(listed.clone());
@@ -105,7 +105,13 @@ pub async fn drive(
     }
     if let Some(stream) = namespace_stream {
         let resource = ApiResource::erase::<Namespace>(&());
-        controller = controller.watches_stream_with(stream, |_| Vec::new(), resource);
+        let weak = Arc::downgrade(&ctx);
+        let mapper = move |namespace| {
+            let ctx = weak.upgrade();
+            ctx.map(|ctx| ctx.parents_placing_in(&namespace))
+                .unwrap_or_default()
+        };
+        controller = controller.watches_stream_with(stream, mapper, resource);
     }
     for (stream, resource) in related_streams {
         let weak = Arc::downgrade(&ctx);
@@ -126,23 +132,31 @@ pub async fn drive(
         .await;
 }
 
-/// The parents a child's ownerReferences name. kube-runtime's `owns` gives every owner the child's
-/// namespace, which finds no cluster-scoped parent in the cache: such an owner is named without one.
+/// The parents a child's ownerReferences name, as the child watch's trigger.
 fn owners(
     parent: ApiResource,
     cluster_scoped: bool,
 ) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
-    move |child| {
-        let namespace = child
-            .metadata
-            .namespace
-            .as_deref()
-            .filter(|_| !cluster_scoped);
-        let references = child.metadata.owner_references.iter().flatten();
-        references
-            .filter_map(|owner| ObjectRef::from_owner_ref(namespace, owner, parent.clone()))
-            .collect()
-    }
+    move |child| owners_of(&child, &parent, cluster_scoped)
+}
+
+/// The parents of kind `parent` that `child`'s ownerReferences name. kube-runtime's `owns` gives every
+/// owner the child's namespace, which finds no cluster-scoped parent in the cache: such an owner is
+/// named without one.
+pub(super) fn owners_of(
+    child: &DynamicObject,
+    parent: &ApiResource,
+    cluster_scoped: bool,
+) -> Vec<ObjectRef<DynamicObject>> {
+    let namespace = child
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|_| !cluster_scoped);
+    let references = child.metadata.owner_references.iter().flatten();
+    references
+        .filter_map(|owner| ObjectRef::from_owner_ref(namespace, owner, parent.clone()))
+        .collect()
 }
 
 /// `reconcile_all`, and a tick every `period` if there is one: a safety net that re-runs every parent
