@@ -105,21 +105,11 @@ pub async fn drive(
     }
     if let Some(stream) = namespace_stream {
         let resource = ApiResource::erase::<Namespace>(&());
-        let weak = Arc::downgrade(&ctx);
-        let mapper = move |namespace| {
-            let ctx = weak.upgrade();
-            ctx.map(|ctx| ctx.parents_placing_in(&namespace))
-                .unwrap_or_default()
-        };
+        let mapper = weakly(&ctx, Context::parents_placing_in);
         controller = controller.watches_stream_with(stream, mapper, resource);
     }
     for (stream, resource) in related_streams {
-        let weak = Arc::downgrade(&ctx);
-        let mapper = move |object| {
-            let ctx = weak.upgrade();
-            ctx.map(|ctx| ctx.parents_selecting(&object))
-                .unwrap_or_default()
-        };
+        let mapper = weakly(&ctx, Context::parents_selecting);
         controller = controller.watches_stream_with(stream, mapper, resource);
     }
     controller
@@ -130,6 +120,20 @@ pub async fn drive(
             }
         })
         .await;
+}
+
+/// A watch's trigger that asks the context which parents an object concerns (held weakly: a trigger
+/// keeps no reconciler's state alive).
+fn weakly(
+    ctx: &Arc<Context>,
+    parents: fn(&Context, &DynamicObject) -> Vec<ObjectRef<DynamicObject>>,
+) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
+    let weak = Arc::downgrade(ctx);
+    move |object| {
+        weak.upgrade()
+            .map(|ctx| parents(&ctx, &object))
+            .unwrap_or_default()
+    }
 }
 
 /// The parents a child's ownerReferences name, as the child watch's trigger.
