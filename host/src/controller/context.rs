@@ -16,6 +16,7 @@ use kube::{Api, Client};
 use super::applied::AppliedChildren;
 use super::backoff::Backoff;
 use super::health::ReconcilerHealth;
+use super::namespaces::NamespaceMatches;
 use super::owner_index::OwnerIndex;
 use super::related::Related;
 use super::selection::{Selection, SelectionError};
@@ -84,6 +85,8 @@ pub struct Context {
     pub related: Related,
     /// The cluster's Namespaces, for `--child-namespace-selector` (empty without it).
     pub namespaces: Store<DynamicObject>,
+    /// Whether each Namespace matched `--child-namespace-selector` when last seen (`namespaces`).
+    pub namespace_matches: NamespaceMatches,
     pub rules: Rules,
     pub recorder: Recorder,
     pub finalizer: Option<String>,
@@ -170,6 +173,7 @@ impl Context {
             children,
             related,
             namespaces: namespace_writer.as_reader(),
+            namespace_matches: NamespaceMatches::default(),
             rules: Rules::new(Some(settings.children.clone())),
             finalizer: settings.finalizer.clone(),
             backoff: Backoff::new(Duration::from_millis(5), Duration::from_secs(300)),

@@ -54,7 +54,7 @@ pub async fn drive(
         related_streams.push((stream, kind.resource.clone()));
     }
     // The Namespace cache of `--child-namespace-selector`: listed before any parent is reconciled,
-    // like the child caches. Its changes trigger no parent: a namespace is checked when a child goes there.
+    // like the child caches. A change of a namespace's match reconciles the parents it concerns (`namespaces`).
     let namespace_stream = ctx.namespace_writer().map(|writer| {
         let listed = Listed::new();
         children_listed.push(listed.clone());
@@ -105,15 +105,11 @@ pub async fn drive(
     }
     if let Some(stream) = namespace_stream {
         let resource = ApiResource::erase::<Namespace>(&());
-        controller = controller.watches_stream_with(stream, |_| Vec::new(), resource);
+        let mapper = weakly(&ctx, Context::parents_placing_in);
+        controller = controller.watches_stream_with(stream, mapper, resource);
     }
     for (stream, resource) in related_streams {
-        let weak = Arc::downgrade(&ctx);
-        let mapper = move |object| {
-            let ctx = weak.upgrade();
-            ctx.map(|ctx| ctx.parents_selecting(&object))
-                .unwrap_or_default()
-        };
+        let mapper = weakly(&ctx, Context::parents_selecting);
         controller = controller.watches_stream_with(stream, mapper, resource);
     }
     controller
@@ -126,23 +122,45 @@ pub async fn drive(
         .await;
 }
 
-/// The parents a child's ownerReferences name. kube-runtime's `owns` gives every owner the child's
-/// namespace, which finds no cluster-scoped parent in the cache: such an owner is named without one.
+/// A watch's trigger that asks the context which parents an object concerns (held weakly: a trigger
+/// keeps no reconciler's state alive).
+fn weakly(
+    ctx: &Arc<Context>,
+    parents: fn(&Context, &DynamicObject) -> Vec<ObjectRef<DynamicObject>>,
+) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
+    let weak = Arc::downgrade(ctx);
+    move |object| {
+        weak.upgrade()
+            .map(|ctx| parents(&ctx, &object))
+            .unwrap_or_default()
+    }
+}
+
+/// The parents a child's ownerReferences name, as the child watch's trigger.
 fn owners(
     parent: ApiResource,
     cluster_scoped: bool,
 ) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
-    move |child| {
-        let namespace = child
-            .metadata
-            .namespace
-            .as_deref()
-            .filter(|_| !cluster_scoped);
-        let references = child.metadata.owner_references.iter().flatten();
-        references
-            .filter_map(|owner| ObjectRef::from_owner_ref(namespace, owner, parent.clone()))
-            .collect()
-    }
+    move |child| owners_of(&child, &parent, cluster_scoped)
+}
+
+/// The parents of kind `parent` that `child`'s ownerReferences name. kube-runtime's `owns` gives every
+/// owner the child's namespace, which finds no cluster-scoped parent in the cache: such an owner is
+/// named without one.
+pub(super) fn owners_of(
+    child: &DynamicObject,
+    parent: &ApiResource,
+    cluster_scoped: bool,
+) -> Vec<ObjectRef<DynamicObject>> {
+    let namespace = child
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|_| !cluster_scoped);
+    let references = child.metadata.owner_references.iter().flatten();
+    references
+        .filter_map(|owner| ObjectRef::from_owner_ref(namespace, owner, parent.clone()))
+        .collect()
 }
 
 /// `reconcile_all`, and a tick every `period` if there is one: a safety net that re-runs every parent

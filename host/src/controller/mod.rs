@@ -11,6 +11,7 @@ mod error;
 mod finalizer;
 mod health;
 pub mod leader;
+mod namespaces;
 mod observe;
 mod owner_index;
 mod ownership;

@@ -121,6 +121,13 @@ impl Selection {
         self.child_namespace_selector.is_some()
     }
 
+    /// Whether `namespace` matches `--child-namespace-selector` (false without one).
+    pub fn selects_namespace(&self, namespace: &DynamicObject) -> bool {
+        self.child_namespace_selector
+            .as_ref()
+            .is_some_and(|selector| selector.matches(namespace.metadata.labels.as_ref()))
+    }
+
     /// Where the children of `parent` may live; `namespaces` are the cluster's Namespaces (from the
     /// cache, empty unless [`Self::watches_namespaces`]).
     pub fn placement(
@@ -143,7 +150,7 @@ impl Selection {
         if let Some(selector) = &self.child_namespace_selector {
             let labelled = namespaces
                 .iter()
-                .filter(|ns| selector.matches(ns.metadata.labels.as_ref()))
+                .filter(|ns| self.selects_namespace(ns))
                 .filter_map(|ns| ns.metadata.name.clone());
             allowed.extend(labelled);
             rules.push(format!("--child-namespace-selector {selector}"));
