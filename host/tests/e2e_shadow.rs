@@ -127,10 +127,16 @@ async fn a_shadow_module_is_compared_on_live_parents_never_applied_and_promoted_
     );
     assert_nothing_of_the_shadow_applied(&client, &namespace).await;
 
-    // Promotion: the candidate becomes the active module. Its answers are applied, and the shadow
-    // (the same module now) agrees everywhere.
+    // Promotion: the candidate becomes the active module, taken compiled from the shadow slot. Its
+    // answers are applied, and the shadow (the same module now) agrees everywhere.
     put_module(&client, &namespace, module, key, &myapp_variant_c()).await;
     wait_shadow(&host, "myapp", [2 * EACH, 0, 0]).await;
+    let swapped = host.log();
+    let swapped = swapped.lines().find(|l| l.contains("module swapped"));
+    assert!(
+        swapped.is_some_and(|line| line.contains("reused=true")),
+        "the promoted module was compiled again: {swapped:?}"
+    );
     let labels = variant_labels(&client, &namespace).await;
     for (name, variant) in labels {
         let want = name.starts_with("big-").then(|| "c".to_string());

@@ -1,5 +1,6 @@
 //! Hot swap: each new version of the module is compiled beside the active one and swapped in only if it
-//! loads and implements the world; then every parent is reconciled again. A bad version never replaces
+//! loads and implements the world; then every parent is reconciled again. A version the other slot
+//! already runs (a shadow module promoted) is taken from it, not compiled again. A bad version never replaces
 //! a good one: it is logged and reported as a Warning Event, and the old logic keeps serving.
 
 use std::sync::Arc;
@@ -82,8 +83,13 @@ pub async fn follow_into(
             ctx.health.module_result(None);
             continue;
         }
-        let loaded = match update {
-            Ok(bytes) => {
+        let compiled = digest
+            .as_deref()
+            .and_then(|d| ctx.compiled_in_other_slot(slot, d));
+        let reused = compiled.is_some();
+        let loaded = match (update, compiled) {
+            (_, Some(module)) => Ok(module),
+            (Ok(bytes), None) => {
                 let runtime = runtime.clone();
                 match tokio::task::spawn_blocking(move || Module::load(&runtime, &bytes)).await {
                     Ok(result) => result.map_err(|e| ModuleProblem::Refused(e.to_string())),
@@ -92,11 +98,11 @@ pub async fn follow_into(
                     ))),
                 }
             }
-            Err(e) => Err(ModuleProblem::Unavailable(e)),
+            (Err(e), None) => Err(ModuleProblem::Unavailable(e)),
         };
         match loaded {
             Ok(module) if slot == Slot::Shadow => {
-                tracing::info!(%source, digest = module.digest(), "shadow module loaded");
+                tracing::info!(%source, digest = module.digest(), reused, "shadow module loaded");
                 ctx.shadow.set_module(module);
                 let _ = reconcile_all.unbounded_send(());
             }
@@ -104,7 +110,7 @@ pub async fn follow_into(
                 ctx.health.module_result(None);
                 let previous = ctx.swap_module(module.clone());
                 ctx.metrics.module_loaded(module.digest(), true);
-                tracing::info!(%source, digest = module.digest(), previous = previous.digest(), bytes = module.size(), "module swapped");
+                tracing::info!(%source, digest = module.digest(), previous = previous.digest(), bytes = module.size(), reused, "module swapped");
                 let _ = reconcile_all.unbounded_send(());
             }
             Err(problem) if slot == Slot::Shadow => {
@@ -126,6 +132,17 @@ pub async fn follow_into(
 }
 
 impl Context {
+    /// The other slot's module if it is this very version, so that promoting the shadow module (or
+    /// shadowing the active one) compiles nothing: compiling is the one part of a swap that the API
+    /// writes do not bound (0.24 s of the MyApp benchmark's swap at 1000 parents).
+    fn compiled_in_other_slot(&self, slot: Slot, digest: &str) -> Option<Arc<Module>> {
+        let other = match slot {
+            Slot::Active => self.shadow.module(),
+            Slot::Shadow => Some(self.module()),
+        };
+        other.filter(|module| module.digest() == digest)
+    }
+
     /// Reports a refused module as a Warning Event on the ConfigMap it came from, or on the host's Pod
     /// (from the downward API's POD_NAME and POD_NAMESPACE) for a file or a registry.
     pub(super) async fn report_module_failure(&self, source: &ModuleSource, error: String) {
