@@ -184,8 +184,7 @@ fn tenants(client: &Client) -> Api<DynamicObject> {
 }
 
 #[tokio::test]
-async fn a_cluster_scoped_parent_owns_children_in_allowed_namespaces_only_and_hears_when_one_stops_matching()
- {
+async fn a_cluster_scoped_parent_has_children_only_where_allowed_and_hears_when_that_changes() {
     let cluster = TestCluster::shared();
     let _guard = failure_guard(cluster);
     let client = cluster.client().await.unwrap();

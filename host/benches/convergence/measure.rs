@@ -163,13 +163,7 @@ impl HostCounters {
     /// reconcile-host's counters so far (of every result), from the metrics it serves at `metrics_addr`.
     pub fn take(metrics_addr: Option<&str>) -> Option<HostCounters> {
         let (_, metrics) = http::get(metrics_addr?, "/metrics").ok()?;
-        let sum = |prefix: &str| -> f64 {
-            metrics
-                .lines()
-                .filter(|l| l.starts_with(prefix))
-                .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-                .sum()
-        };
+        let sum = |prefix: &str| metric_sum(&metrics, prefix, "");
         Some(HostCounters {
             reconciles: sum("controller_runtime_reconcile_total{"),
             reconcile_seconds: sum("controller_runtime_reconcile_time_seconds_sum{"),
@@ -191,4 +185,14 @@ impl HostCounters {
             guest_seconds: (after.guest_seconds - before.guest_seconds) / n,
         })
     }
+}
+
+/// The sum of every sample of the Prometheus text `metrics` whose line starts with `prefix` and
+/// contains `labels`.
+pub fn metric_sum(metrics: &str, prefix: &str, labels: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(prefix) && l.contains(labels))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
 }

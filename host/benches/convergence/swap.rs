@@ -11,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams};
 use testcluster::TestCluster;
 
 use crate::cpu::{CpuClock, CpuSeconds};
-use crate::measure::{Contender, HostCounters};
+use crate::measure::{Contender, HostCounters, metric_sum};
 use crate::{api, floor, http, watch};
 
 /// A hot swap on every parent, or the floor's writes of one: how long, the Deployment and status
@@ -94,12 +94,8 @@ async fn module_loads(metrics_addr: Option<String>) -> f64 {
     let Ok(Ok((_, metrics))) = metrics else {
         return 0.0;
     };
-    metrics
-        .lines()
-        .filter(|l| l.starts_with("reconcile_host_module_loads_total{"))
-        .filter(|l| l.contains("result=\"loaded\""))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum()
+    let loaded = "result=\"loaded\"";
+    metric_sum(&metrics, "reconcile_host_module_loads_total{", loaded)
 }
 
 /// How long after `start` the host counted one more module loaded than `before` (polled every 10 ms).

@@ -41,7 +41,8 @@ impl Context {
         let Some(name) = namespace.metadata.name.as_deref() else {
             return Vec::new();
         };
-        // A terminating namespace takes no new children.
+        // A terminating namespace counts as no longer matching: its entry goes, and the parents with
+        // children there hear of it.
         let matches = namespace.metadata.deletion_timestamp.is_none()
             && self.selection.selects_namespace(namespace);
         if !self.namespace_matches.changed(name, matches) {

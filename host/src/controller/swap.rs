@@ -1,7 +1,7 @@
 //! Hot swap: each new version of the module is compiled beside the active one and swapped in only if it
 //! loads and implements the world; then every parent is reconciled again. A version the other slot
-//! already runs (a shadow module promoted) is taken from it, not compiled again. A bad version never replaces
-//! a good one: it is logged and reported as a Warning Event, and the old logic keeps serving.
+//! already runs (a shadow module promoted) is taken from it, not compiled again. A bad version never
+//! replaces a good one: it is logged and reported as a Warning Event, and the old logic keeps serving.
 
 use std::sync::Arc;
 
