@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::guest::RuntimeConfig;
+use crate::guest::{ChildCompiler, Compiler, RuntimeConfig};
 use crate::kind::Gvk;
 
 #[derive(Debug, Parser)]
@@ -56,6 +56,17 @@ pub enum Command {
     /// Publish a module to an OCI registry (`push MODULE.wasm oci://REGISTRY/REPOSITORY:TAG`) in the
     /// CNCF wasm OCI artifact format; prints the digest reference to run it by.
     Push(crate::source::oci::PushArgs),
+    /// Compile the module on stdin, write the artifact to stdout: the child process in which the other
+    /// commands compile (`guest::compile`).
+    #[command(name = crate::guest::COMPILE_COMMAND, hide = true)]
+    CompileModule(CompileModuleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompileModuleArgs {
+    /// Cap on the compiler's data, in MiB (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub memory_mib: u64,
 }
 
 #[derive(Debug, Args)]
@@ -146,6 +157,15 @@ pub struct RuntimeArgs {
     /// Directory for compiled modules, so restarts skip compilation.
     #[arg(long, env = "RECONCILE_HOST_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Cap on the memory one module's compile may take, in MiB (0: none). Modules compile in a child
+    /// process, which the out-of-memory killer picks first: a module too big to compile fails to
+    /// load, the host keeps running. JavaScript and Python guests need about 450 MiB.
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_COMPILE_MEMORY_MIB",
+        default_value_t = 1024
+    )]
+    pub compile_memory_mib: u64,
     /// Reuse an instance for this many calls (0: a fresh instance per call, the safe default).
     #[arg(long, env = "RECONCILE_HOST_REUSE_INSTANCE_CALLS", default_value_t = 0)]
     pub reuse_instance_calls: u32,
@@ -160,6 +180,9 @@ impl RuntimeArgs {
             .max_output_bytes(self.guest_max_output_kib << 10)
             .max_status_bytes(self.guest_max_status_kib << 10)
             .cache_dir(self.cache_dir.clone())
+            .compiler(Compiler::ChildProcess(ChildCompiler::this_executable(
+                self.compile_memory_mib,
+            )))
             .reuse_instance_calls(self.reuse_instance_calls)
     }
 }

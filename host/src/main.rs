@@ -1,12 +1,13 @@
 //! reconcile-host: parse the command line and hand over to `render`, `conformance`, `plan`,
-//! `migrate-storage`, `push`, the controller (`run`) or the platform (`serve`).
+//! `migrate-storage`, `push`, the controller (`run`), the platform (`serve`) or, in the child process
+//! where those compile modules, `compile-module`.
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use reconcile_host::cli::{Cli, Command};
 use reconcile_host::{
-    conformance, controller, memory, migrate, plan, platform, render, source, telemetry,
+    conformance, controller, guest, memory, migrate, plan, platform, render, source, telemetry,
 };
 
 fn main() -> ExitCode {
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
             telemetry::init_logging(cli.log_format, "warn");
             source::oci::push(&args, &mut std::io::stdout().lock()).map(done)
         }
+        Command::CompileModule(args) => guest::compile_stdin_to_stdout(args.memory_mib).map(done),
         Command::Run(args) => {
             memory::limit_arenas();
             telemetry::init_logging(cli.log_format, "info,kube=warn");

@@ -16,8 +16,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::events::wait_event;
-use common::guests::{component, digest, myapp_variant_b};
+use common::events::{wait_event, wait_event_saying};
+use common::guests::{component, digest, hard_to_compile, myapp_variant_b};
 use common::host::HostProcess;
 use common::myapp::*;
 
@@ -91,11 +91,15 @@ async fn wait_all_reconciled_by(
 async fn assert_previous_module_serves(
     client: &kube::Client,
     namespace: &str,
+    new_parent: &str,
     digest: &str,
-    variant: Option<&str>,
 ) {
-    create_myapp(client, namespace, "after-garbage", json!({"replicas": 1})).await;
-    wait_all_reconciled_by(client, namespace, PARENTS + 1, digest, variant).await;
+    create_myapp(client, namespace, new_parent, json!({"replicas": 1})).await;
+    let parents = myapps(client, namespace)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    wait_all_reconciled_by(client, namespace, parents.items.len(), digest, Some("b")).await;
 }
 
 #[tokio::test]
@@ -115,8 +119,13 @@ async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logi
         .await
         .unwrap();
     let source = format!("{namespace}/logic/module.wasm");
-    let mut host =
-        HostProcess::myapp_from_configmap(cluster.kubeconfig_path(), &namespace, &source, &[]);
+    // Compiles are capped at 64 MiB: the MyApp guest needs under 32, `hard_to_compile` over 64.
+    let mut host = HostProcess::myapp_from_configmap(
+        cluster.kubeconfig_path(),
+        &namespace,
+        &source,
+        &["--compile-memory-mib", "64"],
+    );
     create_myapps(&client, &namespace, PARENTS).await;
     wait_all_reconciled_by(&client, &namespace, PARENTS, &digest(&module_a), None).await;
 
@@ -153,10 +162,37 @@ async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logi
             .unwrap_or_default()
             .contains("not a WebAssembly component")
     );
-    assert_previous_module_serves(&client, &namespace, &digest(&module_b), Some("b")).await;
+    assert_previous_module_serves(&client, &namespace, "after-garbage", &digest(&module_b)).await;
     assert!(
         host.is_running(),
         "a garbage module must not take the host down"
+    );
+
+    // A module that needs more memory to compile than the cap: its compiler process fails, the host
+    // goes on with the variant.
+    configmaps
+        .patch(
+            "logic",
+            &PatchParams::default(),
+            &patch(gzip(&hard_to_compile())),
+        )
+        .await
+        .unwrap();
+    let saying = "ran out of memory";
+    let refused =
+        wait_event_saying(&client, &namespace, Some("logic"), "ModuleRefused", saying).await;
+    let message = refused.message.unwrap_or_default();
+    assert!(message.contains("64 MiB"), "{message}");
+    assert_previous_module_serves(
+        &client,
+        &namespace,
+        "after-uncompilable",
+        &digest(&module_b),
+    )
+    .await;
+    assert!(
+        host.is_running(),
+        "a module too big to compile must not take the host down"
     );
 
     // And back, uncompressed this time: the label the variant added is removed again.
@@ -168,7 +204,7 @@ async fn configmap_swaps_reach_every_parent_and_garbage_never_replaces_good_logi
         )
         .await
         .unwrap();
-    wait_all_reconciled_by(&client, &namespace, PARENTS + 1, &digest(&module_a), None).await;
+    wait_all_reconciled_by(&client, &namespace, PARENTS + 2, &digest(&module_a), None).await;
     assert!(host.is_running());
 }
 
@@ -220,7 +256,7 @@ async fn a_mounted_file_swap_reaches_every_parent() {
         host.log().contains("new module refused"),
         "the refusal was not logged"
     );
-    assert_previous_module_serves(&client, &namespace, &digest(&module_b), Some("b")).await;
+    assert_previous_module_serves(&client, &namespace, "after-garbage", &digest(&module_b)).await;
 }
 
 #[tokio::test]

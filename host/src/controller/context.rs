@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ApiResource;
 use kube::core::{DynamicObject, GroupVersionKind};
 use kube::discovery::{Scope, pinned_kind};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client};
@@ -25,7 +25,7 @@ use super::written_status::WrittenStatuses;
 use super::{MANAGER, Settings};
 use crate::guest::Module;
 use crate::kind::Gvk;
-use crate::telemetry::Metrics;
+use crate::telemetry::{Metrics, Recorder};
 use crate::validate::{Placement, Rules};
 
 /// A kind as given on the command line, resolved against the API server's discovery.

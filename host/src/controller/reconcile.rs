@@ -15,7 +15,6 @@ use super::selection::parent_key;
 use super::shadow::comparable;
 use super::status::Outcome;
 use crate::guest::{Answer, Module, Request};
-use crate::text::truncate;
 use crate::validate::validate_in;
 
 pub async fn reconcile(
@@ -160,8 +159,7 @@ impl Context {
         let event = Event {
             type_,
             reason: reason.into(),
-            // Event notes are limited to 1 kB.
-            note: Some(truncate(note, 1000)),
+            note: Some(note),
             action: "Reconcile".into(),
             secondary: None,
         };

@@ -15,7 +15,6 @@ use super::context::Context;
 use super::health::ModuleProblem;
 use crate::guest::{Module, Runtime, digest_of};
 use crate::source::{ModuleSource, Update};
-use crate::text::truncate;
 
 /// Waits for the first version of the module; at start-up there is no good module to fall back on, so
 /// a bad first version is an error.
@@ -171,7 +170,7 @@ impl Context {
         let event = Event {
             type_: EventType::Warning,
             reason: "ModuleRefused".into(),
-            note: Some(truncate(error, 1000)),
+            note: Some(error),
             action: "LoadModule".into(),
             secondary: None,
         };

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use super::compile::Compiled;
+
 /// Artifacts keyed by the module digest and the engine's compatibility hash (wasmtime version and every
 /// setting that changes generated code, such as epoch interruption), so a stale artifact is never used.
 pub(crate) struct ArtifactCache<'a> {
@@ -51,15 +53,13 @@ impl<'a> ArtifactCache<'a> {
 
     /// Writes the artifact beside its final name and renames it, so a reader never sees half a file.
     /// A failure only costs a recompile next time, so it is logged, not returned.
-    pub(crate) fn store(&self, digest: &str, component: &Component) {
+    pub(crate) fn store(&self, digest: &str, compiled: &Compiled) {
         let path = self.path(digest);
         let result = (|| -> anyhow::Result<()> {
             std::fs::create_dir_all(&self.dir)?;
-            let bytes = component
-                .serialize()
-                .map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            let bytes = compiled.artifact().map_err(|e| anyhow::anyhow!("{e:#}"))?;
             let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, bytes)?;
+            std::fs::write(&tmp, &bytes)?;
             std::fs::rename(&tmp, &path)?;
             Ok(())
         })();

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::compile::Compiler;
+
 /// How each guest call is bounded and how modules are compiled and cached.
 #[derive(Clone, Debug)]
 pub struct RuntimeConfig {
@@ -22,6 +24,8 @@ pub struct RuntimeConfig {
     pub max_log_bytes: usize,
     /// Where compiled artifacts are kept across restarts; `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
+    /// Where modules are compiled: in this process, or in a child process of the reconcile-host binary.
+    pub compiler: Compiler,
     /// Instances that may be alive at once (the pooling allocator reserves this many slots).
     pub max_instances: u32,
     /// Reuse one instance for up to this many calls instead of a fresh one per call (0 = always fresh).
@@ -39,6 +43,7 @@ impl Default for RuntimeConfig {
             max_status_bytes: 64 << 10,
             max_log_bytes: 64 << 10,
             cache_dir: None,
+            compiler: Compiler::InProcess,
             max_instances: 64,
             reuse_instance_calls: 0,
         }
@@ -68,6 +73,10 @@ impl RuntimeConfig {
     }
     pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.cache_dir = dir;
+        self
+    }
+    pub fn compiler(mut self, compiler: Compiler) -> Self {
+        self.compiler = compiler;
         self
     }
     pub fn max_instances(mut self, count: u32) -> Self {

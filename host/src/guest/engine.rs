@@ -21,6 +21,17 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// next call, which is most of what a fresh instance costs.
 const KEEP_RESIDENT_BYTES: usize = 256 << 10;
 
+/// The settings that shape compiled code, shared with the compiler process (`compile`) so that its
+/// artifacts fit this engine. How instances are allocated is not among them: wasmtime's pooling
+/// allocator runs the same code as its default one.
+pub(crate) fn codegen_config() -> Config {
+    let mut wasm = Config::new();
+    wasm.wasm_component_model(true)
+        .epoch_interruption(true)
+        .memory_init_cow(true);
+    wasm
+}
+
 /// Engine, linker and epoch ticker, built once. Cheap to share (`Arc`).
 pub struct Runtime {
     pub(crate) engine: Engine,
@@ -48,11 +59,8 @@ impl Runtime {
             .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
             .table_keep_resident(16 << 10);
 
-        let mut wasm = Config::new();
-        wasm.wasm_component_model(true)
-            .epoch_interruption(true)
-            .memory_init_cow(true)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let mut wasm = codegen_config();
+        wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&wasm).map_err(|e| anyhow::anyhow!("wasmtime engine: {e:?}"))?;
 
         let mut linker = Linker::new(&engine);
@@ -89,6 +97,7 @@ impl Runtime {
             config: RuntimeConfig {
                 max_instances: self.config.max_instances,
                 cache_dir: self.config.cache_dir.clone(),
+                compiler: self.config.compiler.clone(),
                 memory_budget: self.config.memory_budget,
                 ..config
             },

@@ -1,6 +1,6 @@
 //! The guest runtime: everything about running untrusted reconcile logic compiled to a WebAssembly
-//! component. One engine per process (`engine`), modules compiled once and cached on disk (`module`,
-//! `cache`), and calls that are fresh, sandboxed and bounded (`call`, `convert`, `related`, `state`,
+//! component. One engine per process (`engine`), modules compiled once (`compile`, in a child process
+//! for the host's commands) and cached on disk (`module`, `cache`), and calls that are fresh, sandboxed and bounded (`call`, `convert`, `related`, `state`,
 //! `stdio`, `reuse`), with
 //! their memory bounded in total (`budget`).
 
@@ -8,6 +8,7 @@ mod bindings;
 mod budget;
 mod cache;
 mod call;
+mod compile;
 mod config;
 mod convert;
 mod engine;
@@ -22,6 +23,7 @@ pub use bindings::{Request, Response, Selector, WORLDS};
 pub use budget::MemoryBudget;
 pub use call::Answer;
 pub(crate) use call::json_kind;
+pub use compile::{COMPILE_COMMAND, ChildCompiler, Compiler, compile_stdin_to_stdout};
 pub use config::RuntimeConfig;
 pub use engine::Runtime;
 pub use error::{GuestError, LoadError};

@@ -39,15 +39,11 @@ impl Module {
         let component = match cache.as_ref().and_then(|c| c.load(&digest)) {
             Some(component) => component,
             None => {
-                let component = Component::new(&runtime.engine, bytes)
-                    .map_err(|e| LoadError::Compile(format!("{e:#}")));
-                // Failed or not, the compile's transient memory is free now.
-                crate::memory::release_freed_memory();
-                let component = component?;
+                let compiled = runtime.config.compiler.compile(&runtime.engine, bytes)?;
                 if let Some(cache) = &cache {
-                    cache.store(&digest, &component);
+                    cache.store(&digest, &compiled);
                 }
-                component
+                compiled.component
             }
         };
         let mismatch = |reasons: Vec<String>| LoadError::WorldMismatch {

@@ -10,7 +10,6 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::Client;
 use kube::core::DynamicObject;
-use kube::runtime::events::Recorder;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -21,7 +20,7 @@ use crate::controller::{Context, DiscoveryError, ModuleProblem, Settings, drive,
 use crate::guest::{Module, Runtime, RuntimeConfig};
 use crate::source::oci::OciArgs;
 use crate::source::{ModuleSource, Update};
-use crate::telemetry::Metrics;
+use crate::telemetry::{Metrics, Recorder};
 
 /// How long a stopping controller may finish its running reconciles before it is cut off.
 const STOP_GRACE: Duration = Duration::from_secs(10);

@@ -17,14 +17,14 @@ use clap::Args;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::core::DynamicObject;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::cli::RuntimeArgs;
 use crate::controller::{MANAGER, PolicyArgs, leader, shutdown_signal};
 use crate::guest::Runtime;
 use crate::source::oci::OciArgs;
-use crate::telemetry::{Health, Metrics, serve as serve_http};
+use crate::telemetry::{Health, Metrics, Recorder, serve as serve_http};
 use instance::Shared;
 use manager::Manager;
 use spec::Scope;

@@ -5,11 +5,12 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource};
 use serde_json::json;
 
 use super::spec::Key;
+use crate::telemetry::Recorder;
 use crate::text::truncate;
 
 /// Why a reconciler is or is not ready, and the figures of its parents.
@@ -136,7 +137,7 @@ impl StatusWriter {
         let event = Event {
             type_: EventType::Warning,
             reason: reason.into(),
-            note: Some(truncate(message, 1000)),
+            note: Some(message),
             action: "Run".into(),
             secondary: None,
         };

@@ -13,19 +13,34 @@ pub async fn wait_event(
     name: Option<&str>,
     reason: &str,
 ) -> CoreEvent {
+    wait_event_saying(client, namespace, name, reason, "").await
+}
+
+/// Waits for a `reason` Event whose message contains `saying` (on `name` if given).
+pub async fn wait_event_saying(
+    client: &Client,
+    namespace: &str,
+    name: Option<&str>,
+    reason: &str,
+    saying: &str,
+) -> CoreEvent {
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), namespace);
     let params = match name {
         Some(name) => ListParams::default().fields(&format!("involvedObject.name={name}")),
         None => ListParams::default(),
     };
-    wait_for(&format!("a {reason} Event on {name:?}"), || {
-        let (events, params) = (events.clone(), params.clone());
-        async move {
-            let list = events.list(&params).await.ok()?;
-            list.items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some(reason))
-        }
-    })
+    wait_for(
+        &format!("a {reason} Event on {name:?} saying {saying:?}"),
+        || {
+            let (events, params) = (events.clone(), params.clone());
+            async move {
+                let list = events.list(&params).await.ok()?;
+                list.items.into_iter().find(|e| {
+                    e.reason.as_deref() == Some(reason)
+                        && e.message.as_deref().unwrap_or_default().contains(saying)
+                })
+            }
+        },
+    )
     .await
 }

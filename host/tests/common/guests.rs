@@ -197,3 +197,24 @@ pub fn digest(path: &Path) -> String {
     let bytes = std::fs::read(path).unwrap();
     format!("sha256:{:x}", Sha256::digest(&bytes))
 }
+
+/// A component whose one function takes Cranelift 64-128 MiB to compile (100,000 statements over 50
+/// locals; measured: it fails under a 64 MiB cap and compiles under 128), small enough for a
+/// ConfigMap once gzipped (~260 KiB). The MyApp guest compiles under 32 MiB.
+pub fn hard_to_compile() -> Vec<u8> {
+    let statements: String = (0..100_000)
+        .map(|i| {
+            format!(
+                "(local.set {} (i64.mul (local.get {}) (i64.const {i})))",
+                i % 50,
+                (i + 7) % 50
+            )
+        })
+        .collect();
+    let locals = "i64 ".repeat(50);
+    wat::parse_str(format!(
+        "(component (core module (func (export \"f\") (param i64) (result i64) (local {locals}) \
+         {statements} (local.get 3))))"
+    ))
+    .expect("valid text format")
+}

@@ -1,0 +1,82 @@
+//! Modules compiled in a child process of the reconcile-host binary, as its commands compile them: the
+//! same answers and errors as an in-process compile, a compile over its memory cap refused while the host
+//! goes on, and artifacts the host's engine takes from the cache.
+
+mod common;
+
+use std::path::PathBuf;
+
+use reconcile_host::guest::{ChildCompiler, Compiler, LoadError, Module, Runtime, RuntimeConfig};
+
+fn in_a_child(memory_mib: u64) -> RuntimeConfig {
+    RuntimeConfig::default().compiler(Compiler::ChildProcess(ChildCompiler {
+        program: env!("CARGO_BIN_EXE_reconcile-host").into(),
+        memory_mib,
+    }))
+}
+
+fn load(config: RuntimeConfig, bytes: &[u8]) -> Result<std::sync::Arc<Module>, LoadError> {
+    Module::load(&Runtime::new(config).expect("runtime"), bytes)
+}
+
+fn myapp() -> Vec<u8> {
+    std::fs::read(common::guests::component("guest_myapp")).unwrap()
+}
+
+#[test]
+fn a_module_compiled_in_a_child_process_matches_every_fixture() {
+    common::conformance::assert_conforms(&common::guests::component("guest_myapp"), in_a_child(0));
+}
+
+#[test]
+fn a_module_that_does_not_compile_says_why_as_it_would_in_process() {
+    let truncated = &myapp()[..100];
+    let in_process = load(RuntimeConfig::default(), truncated)
+        .map(|_| ())
+        .unwrap_err();
+    let in_child = load(in_a_child(0), truncated).map(|_| ()).unwrap_err();
+    assert!(matches!(in_child, LoadError::Compile(_)), "{in_child}");
+    assert_eq!(in_child.to_string(), in_process.to_string());
+}
+
+#[test]
+fn a_compile_over_its_memory_cap_fails_to_load_and_the_next_one_loads() {
+    // The MyApp guest needs more than 16 MiB to compile (about 13 MiB of Cranelift's data alone).
+    let err = load(in_a_child(16), &myapp()).map(|_| ()).unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, LoadError::Compile(_)), "{message}");
+    assert!(
+        message.contains("ran out of memory") && message.contains("16 MiB"),
+        "{message}"
+    );
+    load(in_a_child(256), &myapp()).expect("loads with room to compile");
+}
+
+#[test]
+fn a_child_compiled_artifact_is_cached_for_the_hosts_engine() {
+    let cache = tempfile::tempdir().unwrap();
+    let cached = |compiler: Compiler| {
+        RuntimeConfig::default()
+            .cache_dir(Some(cache.path().to_path_buf()))
+            .compiler(compiler)
+    };
+    let first = load(cached(in_a_child(0).compiler), &myapp()).expect("compiles in a child");
+    // No compiler at all now: the module can only come from the artifact the child made.
+    let unable = ChildCompiler {
+        program: PathBuf::from("/nonexistent/reconcile-host"),
+        memory_mib: 0,
+    };
+    let err = load(
+        in_a_child(0).compiler(Compiler::ChildProcess(unable.clone())),
+        &myapp(),
+    )
+    .map(|_| ())
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("cannot start the compiler process"),
+        "{err}"
+    );
+    let second = load(cached(Compiler::ChildProcess(unable)), &myapp()).expect("from the cache");
+    assert_eq!(first.digest(), second.digest());
+}
