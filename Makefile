@@ -60,7 +60,7 @@ cluster: controlplane host
 
 # The guest call against native code, then the controllers side by side, each on a fresh local control
 # plane, and their growth to 10,000 parents (RECONCILE_HOST_BENCH_GROWTH= skips it), then 20 reconcilers
-# on one platform host against 20 single hosts (about 35 min in all). The cores are kept awake
+# on one platform host against 20 single hosts (10-35 min in all). The cores are kept awake
 # (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 lets them halt). Results are also written to target/bench/.
 bench: guests controlplane
 	mkdir -p target/bench

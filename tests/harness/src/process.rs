@@ -148,9 +148,10 @@ impl Component {
         (field("VmRSS:"), field("VmHWM:"))
     }
 
-    /// CPU time the process has used so far, user and system, in seconds (zero once it is gone).
+    /// CPU time the process has used so far, user and system, in seconds (zero once it is gone), with
+    /// that of the children it has waited for: reconcile-host compiles modules in child processes.
     pub fn cpu_seconds(&self) -> f64 {
-        cpu_seconds_of(self.child.id())
+        cpu_ticks(self.child.id(), &[11, 12, 13, 14])
     }
 
     /// The last `lines` lines of the component's log.
@@ -176,13 +177,19 @@ pub fn pid_alive(pid: u32) -> bool {
 /// CPU time process `pid` has used so far, user and system, in seconds (`utime` and `stime` of
 /// `/proc/<pid>/stat`; zero if it is gone).
 pub fn cpu_seconds_of(pid: u32) -> f64 {
+    cpu_ticks(pid, &[11, 12])
+}
+
+/// The sum of the `/proc/<pid>/stat` fields at `indices` (counted after the command name), which are
+/// CPU times in clock ticks, in seconds.
+fn cpu_ticks(pid: u32, indices: &[usize]) -> f64 {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // The fields after the command name, which is in parentheses and may hold spaces.
     let fields: Vec<&str> = stat
         .rsplit_once(')')
         .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks: u64 = [11, 12]
+    // utime, stime, cutime and cstime are fields 14 to 17 of the line, 12 to 15 after the name.
+    let ticks: u64 = indices
         .iter()
         .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
         .sum();
