@@ -104,6 +104,25 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_scoped_parent_may_have_children_of_one_name_in_two_namespaces_and_not_twice_in_one() {
+        let placement = Placement::Allowed {
+            namespaces: ["team-a".to_string(), "team-b".to_string()].into(),
+            rule: "--child-namespace team-a, team-b".into(),
+        };
+        let in_namespace = |namespace: &str| {
+            let mut child = cm("settings");
+            child["metadata"]["namespace"] = json!(namespace);
+            child
+        };
+        let both = vec![in_namespace("team-a"), in_namespace("team-b")];
+        assert_eq!(validate_in(&answer(both), &placement, &rules()).unwrap().len(), 2);
+        let twice = vec![in_namespace("team-b"), in_namespace("team-b")];
+        let err = validate_in(&answer(twice), &placement, &rules()).unwrap_err();
+        assert_eq!(err.rule, Rule::Duplicate);
+        assert_eq!(err.child, "ConfigMap/team-b/settings", "which of the two: {err}");
+    }
+
+    #[test]
     fn a_namespace_parent_keeps_its_children_in_itself_by_default() {
         let placement = Placement::ParentItself("team-a".into());
         let check = |child: Value| validate_in(&answer(vec![child]), &placement, &rules());

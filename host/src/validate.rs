@@ -40,7 +40,7 @@ pub struct Child {
 #[derive(Debug, thiserror::Error)]
 #[error("guest output refused: child {child}: {rule}")]
 pub struct ValidationError {
-    /// `Kind/name` where known, else `#index`.
+    /// `Kind/name` (`Kind/namespace/name` for a cluster-scoped parent) where known, else `#index`.
     pub child: String,
     pub rule: Rule,
 }
@@ -79,6 +79,15 @@ pub enum Rule {
     Duplicate,
     #[error("the answer has {count} children, more than the limit of {max}")]
     TooMany { count: usize, max: usize },
+}
+
+/// How messages name a child: `Kind/name`, or `Kind/namespace/name` where a parent's children may
+/// live in several namespaces (a cluster-scoped parent's), so that two children of one name differ.
+pub fn child_id(kind: &str, namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{kind}/{namespace}/{name}"),
+        None => format!("{kind}/{name}"),
+    }
 }
 
 impl Child {
@@ -120,8 +129,10 @@ pub fn validate_in(
         if children.iter().any(|c| {
             c.kind == child.kind && c.name == child.name && c.namespace() == child.namespace()
         }) {
+            let several_namespaces = !matches!(placement, Placement::ParentNamespace(_));
+            let namespace = several_namespaces.then(|| child.namespace());
             return Err(ValidationError {
-                child: format!("{}/{}", child.kind.kind, child.name),
+                child: child_id(&child.kind.kind, namespace, &child.name),
                 rule: Rule::Duplicate,
             });
         }

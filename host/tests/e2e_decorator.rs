@@ -237,6 +237,10 @@ async fn a_cluster_scoped_parent_has_children_only_where_allowed_and_hears_when_
         quota_owner(&client, &allowed).await,
         (format!("Tenant/{good}"), created.metadata.uid.unwrap())
     );
+    // Its children of one name may live in several namespaces: the Event names the child's.
+    let event = wait_event(&client, "default", Some(&good), "Created").await;
+    let note = event.message.unwrap_or_default();
+    assert_eq!(note, format!("created ResourceQuota/{allowed}/team-quota"));
     let refused = wait_event(&client, "default", Some(&bad), "InvalidGuestOutput").await;
     let note = refused.message.unwrap_or_default();
     assert!(

@@ -13,7 +13,7 @@ use super::applied::AppliedChildren;
 use super::context::Context;
 use super::error::{ReconcileError, name_of};
 use super::observe::{Observed, left_out};
-use super::ownership::{Claim, child_id};
+use super::ownership::Claim;
 use super::{MANAGED_BY_LABEL, MANAGER};
 use crate::validate::Child;
 
@@ -80,7 +80,7 @@ impl Context {
         let mut result = Applied::default();
         for (child, claim) in children.iter().zip(claims) {
             let object = apply_body(&owner, child);
-            let id = child_id(child);
+            let id = self.child_id(child);
             let namespace = child.namespace();
             let key = AppliedChildren::key(&child.kind, namespace, &child.name);
             let before = observed.iter().find(|o| o.is(child));
@@ -131,13 +131,13 @@ impl Context {
     ) -> Result<Vec<Change>, ReconcileError> {
         let mut changes = Vec::new();
         for stale in left_out(observed, desired) {
-            let id = stale.id();
             let namespace = stale
                 .object
                 .metadata
                 .namespace
                 .as_deref()
                 .unwrap_or_default();
+            let id = self.id_of(&stale.kind.gvk.kind, namespace, stale.name());
             self.applied.forget(&AppliedChildren::key(
                 &stale.kind.gvk,
                 namespace,

@@ -44,7 +44,6 @@ pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
 pub use health::{HealthReport, ModuleProblem, ReconcilerHealth};
 pub use observe::{Observed, controlled_by, left_out, request};
-pub use ownership::child_id;
 pub use selection::{Selection, SelectionArgs, SelectionError, parent_key};
 pub use status::{HOST_STATUS_KEYS, READY, guest_part, status_of};
 

@@ -21,11 +21,6 @@ impl Observed<'_> {
         self.object.metadata.name.as_deref().unwrap_or_default()
     }
 
-    /// `Kind/name`, as conditions and Events name a child.
-    pub fn id(&self) -> String {
-        format!("{}/{}", self.kind.gvk.kind, self.name())
-    }
-
     /// Whether this is the object `child` names.
     pub fn is(&self, child: &Child) -> bool {
         self.kind.gvk == child.kind

@@ -50,7 +50,7 @@ impl Context {
                     .get_opt(&child.name)
                     .await
                     .map_err(|source| ReconcileError::Lookup {
-                        child: child_id(child),
+                        child: self.child_id(child),
                         source,
                     })?,
             };
@@ -72,7 +72,7 @@ impl Context {
         match controller_of(existing) {
             Some(controller) if controller.uid == parent_uid => Ok(Claim::Apply),
             Some(controller) => Err(ReconcileError::ChildOwnedByOther {
-                child: child_id(child),
+                child: self.child_id(child),
                 controller: format!("{}/{}", controller.kind, controller.name),
                 uid: controller.uid.clone(),
             }),
@@ -84,9 +84,20 @@ impl Context {
                     .unwrap_or_default(),
             }),
             None => Err(ReconcileError::ChildExists {
-                child: child_id(child),
+                child: self.child_id(child),
             }),
         }
+    }
+
+    /// How conditions and Events name a child: `Kind/name`, or `Kind/namespace/name` when the parent is
+    /// cluster-scoped, since its children of one name may then live in several namespaces.
+    pub fn child_id(&self, child: &Child) -> String {
+        self.id_of(&child.kind.kind, child.namespace(), &child.name)
+    }
+
+    /// [`Context::child_id`] of the `kind` object `namespace/name`.
+    pub fn id_of(&self, kind: &str, namespace: &str, name: &str) -> String {
+        crate::validate::child_id(kind, self.cluster_scoped.then_some(namespace), name)
     }
 
     /// The allow-listed kind of a validated child.
@@ -98,10 +109,6 @@ impl Context {
     }
 }
 
-/// `Kind/name`, as conditions and Events name a child.
-pub fn child_id(child: &Child) -> String {
-    format!("{}/{}", child.kind.kind, child.name)
-}
 
 /// The controller ownerReference of an object, if it has one.
 pub(super) fn controller_of(

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::controller::{
-    Context, MANAGER, Observed, ReconcileError, apply_body, child_id, controlled_by, guest_part,
+    Context, MANAGER, Observed, ReconcileError, apply_body, controlled_by, guest_part,
     left_out, owner_reference, request, status_of,
 };
 use crate::validate::validate;
@@ -138,7 +138,7 @@ async fn fill(
 
     let dry_run = PatchParams::apply(MANAGER).force().dry_run();
     for child in &desired {
-        let id = child_id(child);
+        let id = ctx.child_id(child);
         let api = ctx.api(&ctx.child_kind(child).kind, namespace);
         let failed = |source| ReconcileError::Apply {
             child: id.clone(),
