@@ -104,7 +104,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cluster_scoped_parent_may_have_children_of_one_name_in_two_namespaces_and_not_twice_in_one() {
+    fn a_cluster_scoped_parent_may_reuse_a_child_name_in_another_namespace_only() {
         let placement = Placement::Allowed {
             namespaces: ["team-a".to_string(), "team-b".to_string()].into(),
             rule: "--child-namespace team-a, team-b".into(),
@@ -115,11 +115,19 @@ mod tests {
             child
         };
         let both = vec![in_namespace("team-a"), in_namespace("team-b")];
-        assert_eq!(validate_in(&answer(both), &placement, &rules()).unwrap().len(), 2);
+        assert_eq!(
+            validate_in(&answer(both), &placement, &rules())
+                .unwrap()
+                .len(),
+            2
+        );
         let twice = vec![in_namespace("team-b"), in_namespace("team-b")];
         let err = validate_in(&answer(twice), &placement, &rules()).unwrap_err();
         assert_eq!(err.rule, Rule::Duplicate);
-        assert_eq!(err.child, "ConfigMap/team-b/settings", "which of the two: {err}");
+        assert_eq!(
+            err.child, "ConfigMap/team-b/settings",
+            "which of the two: {err}"
+        );
     }
 
     #[test]

@@ -137,7 +137,7 @@ impl Context {
                 .namespace
                 .as_deref()
                 .unwrap_or_default();
-            let id = self.id_of(&stale.kind.gvk.kind, namespace, stale.name());
+            let id = self.observed_id(stale);
             self.applied.forget(&AppliedChildren::key(
                 &stale.kind.gvk,
                 namespace,

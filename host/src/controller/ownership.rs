@@ -95,8 +95,17 @@ impl Context {
         self.id_of(&child.kind.kind, child.namespace(), &child.name)
     }
 
-    /// [`Context::child_id`] of the `kind` object `namespace/name`.
-    pub fn id_of(&self, kind: &str, namespace: &str, name: &str) -> String {
+    /// [`Context::child_id`] of a child the parent already has.
+    pub fn observed_id(&self, observed: &Observed<'_>) -> String {
+        let namespace = observed.object.metadata.namespace.as_deref();
+        self.id_of(
+            &observed.kind.gvk.kind,
+            namespace.unwrap_or_default(),
+            observed.name(),
+        )
+    }
+
+    fn id_of(&self, kind: &str, namespace: &str, name: &str) -> String {
         crate::validate::child_id(kind, self.cluster_scoped.then_some(namespace), name)
     }
 
@@ -108,7 +117,6 @@ impl Context {
             .expect("validated children are of allow-listed kinds")
     }
 }
-
 
 /// The controller ownerReference of an object, if it has one.
 pub(super) fn controller_of(

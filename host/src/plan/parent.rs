@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::controller::{
-    Context, MANAGER, Observed, ReconcileError, apply_body, controlled_by, guest_part,
-    left_out, owner_reference, request, status_of,
+    Context, MANAGER, Observed, ReconcileError, apply_body, controlled_by, guest_part, left_out,
+    owner_reference, request, status_of,
 };
 use crate::validate::validate;
 
@@ -164,7 +164,9 @@ async fn fill(
             }
         }
     }
-    plan.deleted = left_out(observed, &desired).map(Observed::id).collect();
+    plan.deleted = left_out(observed, &desired)
+        .map(|o| ctx.observed_id(o))
+        .collect();
 
     if let Some(status) = &answer.status {
         let before = Value::Object(guest_part(&status_of(parent)));
