@@ -80,3 +80,23 @@ fn a_child_compiled_artifact_is_cached_for_the_hosts_engine() {
     let second = load(cached(Compiler::ChildProcess(unable)), &myapp()).expect("from the cache");
     assert_eq!(first.digest(), second.digest());
 }
+
+#[test]
+fn a_compiler_killed_by_the_kernel_is_reported_as_out_of_memory_and_the_next_one_loads() {
+    // What the OOM killer does to a compile that outgrows the container: SIGKILL, nothing said.
+    let dir = tempfile::tempdir().unwrap();
+    let killed = dir.path().join("killed-compiler");
+    std::fs::write(&killed, "#!/bin/sh\nkill -9 $$\n").unwrap();
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&killed, executable).unwrap();
+    let config = RuntimeConfig::default().compiler(Compiler::ChildProcess(ChildCompiler {
+        program: killed,
+        memory_mib: 0,
+    }));
+    let message = load(config, &myapp()).map(|_| ()).unwrap_err().to_string();
+    assert!(
+        message.contains("killed (SIGKILL)") && message.contains("out-of-memory killer"),
+        "{message}"
+    );
+    load(in_a_child(0), &myapp()).expect("the next compile loads");
+}

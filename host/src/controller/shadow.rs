@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 use super::context::Context;
 use crate::guest::{Answer, Module, Request};
 use crate::text::truncate;
-use crate::validate::{Child, validate_in};
+use crate::validate::{Child, child_id, validate_in};
 
 /// Candidate calls at once.
 const SHADOW_CALLS: usize = 2;
@@ -96,7 +96,7 @@ pub fn comparable(children: &[Child], answer: &Answer) -> Value {
         .iter()
         .map(|c| {
             (
-                format!("{}/{}/{}", c.kind.kind, c.namespace(), c.name),
+                child_id(&c.kind.kind, Some(c.namespace()), &c.name),
                 c.object.clone(),
             )
         })

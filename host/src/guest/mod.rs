@@ -1,8 +1,8 @@
 //! The guest runtime: everything about running untrusted reconcile logic compiled to a WebAssembly
 //! component. One engine per process (`engine`), modules compiled once (`compile`, in a child process
-//! for the host's commands) and cached on disk (`module`, `cache`), and calls that are fresh, sandboxed and bounded (`call`, `convert`, `related`, `state`,
-//! `stdio`, `reuse`), with
-//! their memory bounded in total (`budget`).
+//! for the host's commands) and cached on disk (`module`, `cache`), and calls that are fresh, sandboxed
+//! and bounded (`call`, `convert`, `related`, `state`, `stdio`, `reuse`), with their memory bounded in
+//! total (`budget`).
 
 mod bindings;
 mod budget;

@@ -30,8 +30,26 @@ const MAX_NOTE_BYTES: usize = 1000;
 pub struct Recorder {
     client: Client,
     reporter: Reporter,
-    recent: Arc<Mutex<HashMap<SeriesKey, K8sEvent>>>,
+    recent: Arc<Mutex<Recent>>,
 }
+
+/// The series seen in the last six minutes, and when the older ones were last dropped: dropping them
+/// scans every series, so it is done once a minute, not on every Event (one per created child).
+#[derive(Default)]
+struct Recent {
+    series: HashMap<SeriesKey, Series>,
+    pruned: Option<Timestamp>,
+}
+
+/// What counting one more event needs: the Event's name, its count and when it was last seen.
+#[derive(Clone)]
+struct Series {
+    name: String,
+    count: i32,
+    last_seen: Timestamp,
+}
+
+const PRUNE_EVERY: SignedDuration = SignedDuration::from_mins(1);
 
 /// What makes two events the same event seen again (client-go's `eventKey`).
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -88,38 +106,47 @@ impl Recorder {
             regarding: regarding.into(),
             related: event.secondary.as_ref().map(Into::into),
         };
-        let seen = {
-            let mut recent = self.recent.lock().expect("event series lock");
-            recent.retain(|_, e| last_seen(e).is_some_and(|t| t + SERIES_TTL > now));
-            recent.get(&key).cloned()
-        };
+        let seen = self
+            .recent
+            .lock()
+            .expect("event series lock")
+            .seen(&key, now);
         let namespace = regarding.namespace.as_deref().unwrap_or("default");
         let events: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace);
-        let posted = match seen {
-            Some(mut series) => {
-                let count = series.series.as_ref().map_or(2, |s| s.count + 1);
-                series.series = Some(EventSeries {
+        let series = match seen {
+            Some(Series { name, count, .. }) => {
+                let count = count + 1;
+                let series = EventSeries {
                     count,
                     last_observed_time: MicroTime(now),
-                });
-                let counted = serde_json::json!({ "series": series.series });
+                };
+                let counted = serde_json::json!({ "series": series });
                 events
-                    .patch(
-                        &series.name_any(),
-                        &PatchParams::default(),
-                        &Patch::Merge(counted),
-                    )
-                    .await?
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(counted))
+                    .await?;
+                Series {
+                    name,
+                    count,
+                    last_seen: now,
+                }
             }
             None => {
                 let new = self.new_event(event, note, regarding, now);
-                events.create(&PostParams::default(), &new).await?
+                Series {
+                    name: events
+                        .create(&PostParams::default(), &new)
+                        .await?
+                        .name_any(),
+                    count: 1,
+                    last_seen: now,
+                }
             }
         };
         self.recent
             .lock()
             .expect("event series lock")
-            .insert(key, posted);
+            .series
+            .insert(key, series);
         Ok(())
     }
 
@@ -155,10 +182,16 @@ impl Recorder {
     }
 }
 
-/// When an event was last seen: its series' last observation, or its own time.
-fn last_seen(event: &K8sEvent) -> Option<Timestamp> {
-    match &event.series {
-        Some(series) => Some(series.last_observed_time.0),
-        None => event.event_time.as_ref().map(|t| t.0),
+impl Recent {
+    /// The open series of `key` at `now`, if any; drops the closed ones once a minute.
+    fn seen(&mut self, key: &SeriesKey, now: Timestamp) -> Option<Series> {
+        if self.pruned.is_none_or(|t| t + PRUNE_EVERY < now) {
+            self.series.retain(|_, s| s.last_seen + SERIES_TTL > now);
+            self.pruned = Some(now);
+        }
+        self.series
+            .get(key)
+            .filter(|s| s.last_seen + SERIES_TTL > now)
+            .cloned()
     }
 }
