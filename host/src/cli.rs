@@ -67,6 +67,9 @@ pub struct CompileModuleArgs {
     /// Cap on the compiler's data, in MiB (0: none).
     #[arg(long, default_value_t = 0)]
     pub memory_mib: u64,
+    /// Cap on the compiler's CPU time, in seconds (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub cpu_seconds: u64,
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +169,14 @@ pub struct RuntimeArgs {
         default_value_t = 1024
     )]
     pub compile_memory_mib: u64,
+    /// Cap on the CPU time one module's compile may take, in seconds (0: none). A JavaScript or
+    /// Python guest takes 12-15; a module that would keep the compiler busy longer fails to load.
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_COMPILE_CPU_SECONDS",
+        default_value_t = 120
+    )]
+    pub compile_cpu_seconds: u64,
     /// Reuse an instance for this many calls (0: a fresh instance per call, the safe default).
     #[arg(long, env = "RECONCILE_HOST_REUSE_INSTANCE_CALLS", default_value_t = 0)]
     pub reuse_instance_calls: u32,
@@ -182,6 +193,7 @@ impl RuntimeArgs {
             .cache_dir(self.cache_dir.clone())
             .compiler(Compiler::ChildProcess(ChildCompiler::this_executable(
                 self.compile_memory_mib,
+                self.compile_cpu_seconds,
             )))
             .reuse_instance_calls(self.reuse_instance_calls)
     }

@@ -34,7 +34,9 @@ fn main() -> ExitCode {
             telemetry::init_logging(cli.log_format, "warn");
             source::oci::push(&args, &mut std::io::stdout().lock()).map(done)
         }
-        Command::CompileModule(args) => guest::compile_stdin_to_stdout(args.memory_mib).map(done),
+        Command::CompileModule(args) => {
+            guest::compile_stdin_to_stdout(args.memory_mib, args.cpu_seconds).map(done)
+        }
         Command::Run(args) => {
             memory::limit_arenas();
             telemetry::init_logging(cli.log_format, "info,kube=warn");

@@ -1,18 +1,32 @@
 //! Modules compiled in a child process of the reconcile-host binary, as its commands compile them: the
-//! same answers and errors as an in-process compile, a compile over its memory cap refused while the host
-//! goes on, and artifacts the host's engine takes from the cache.
+//! same answers and errors as an in-process compile, a compile over its memory or CPU time cap refused
+//! while the host goes on, one compile at a time, and artifacts the host's engine takes from the cache.
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use reconcile_host::guest::{ChildCompiler, Compiler, LoadError, Module, Runtime, RuntimeConfig};
 
 fn in_a_child(memory_mib: u64) -> RuntimeConfig {
+    with_compiler(env!("CARGO_BIN_EXE_reconcile-host"), memory_mib, 0)
+}
+
+fn with_compiler(program: impl Into<PathBuf>, memory_mib: u64, cpu_seconds: u64) -> RuntimeConfig {
     RuntimeConfig::default().compiler(Compiler::ChildProcess(ChildCompiler {
-        program: env!("CARGO_BIN_EXE_reconcile-host").into(),
+        program: program.into(),
         memory_mib,
+        cpu_seconds,
     }))
+}
+
+/// An executable shell script `name` in `dir`, standing in for the compiler.
+fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&path, executable).unwrap();
+    path
 }
 
 fn load(config: RuntimeConfig, bytes: &[u8]) -> Result<std::sync::Arc<Module>, LoadError> {
@@ -65,6 +79,7 @@ fn a_child_compiled_artifact_is_cached_for_the_hosts_engine() {
     let unable = ChildCompiler {
         program: PathBuf::from("/nonexistent/reconcile-host"),
         memory_mib: 0,
+        cpu_seconds: 0,
     };
     let err = load(
         in_a_child(0).compiler(Compiler::ChildProcess(unable.clone())),
@@ -85,18 +100,54 @@ fn a_child_compiled_artifact_is_cached_for_the_hosts_engine() {
 fn a_compiler_killed_by_the_kernel_is_reported_as_out_of_memory_and_the_next_one_loads() {
     // What the OOM killer does to a compile that outgrows the container: SIGKILL, nothing said.
     let dir = tempfile::tempdir().unwrap();
-    let killed = dir.path().join("killed-compiler");
-    std::fs::write(&killed, "#!/bin/sh\nkill -9 $$\n").unwrap();
-    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
-    std::fs::set_permissions(&killed, executable).unwrap();
-    let config = RuntimeConfig::default().compiler(Compiler::ChildProcess(ChildCompiler {
-        program: killed,
-        memory_mib: 0,
-    }));
-    let message = load(config, &myapp()).map(|_| ()).unwrap_err().to_string();
+    let killed = script(dir.path(), "killed-compiler", "#!/bin/sh\nkill -9 $$\n");
+    let message = load(with_compiler(killed, 0, 0), &myapp())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
     assert!(
         message.contains("killed (SIGKILL)") && message.contains("out-of-memory killer"),
         "{message}"
     );
     load(in_a_child(0), &myapp()).expect("the next compile loads");
+}
+
+#[test]
+fn a_compile_over_its_cpu_time_cap_fails_to_load_and_the_next_one_loads() {
+    // The JavaScript guest takes about 15 s of CPU to compile.
+    let js = std::fs::read(common::guests::myapp_js()).unwrap();
+    let err = load(
+        with_compiler(env!("CARGO_BIN_EXE_reconcile-host"), 0, 1),
+        &js,
+    )
+    .map(|_| ())
+    .unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, LoadError::Compile(_)), "{message}");
+    assert!(
+        message.contains("used up its CPU time") && message.contains("1 s"),
+        "{message}"
+    );
+    load(in_a_child(0), &myapp()).expect("the next compile loads");
+}
+
+#[test]
+fn compiles_in_one_process_take_turns() {
+    // Two loads at once, each with a compiler that logs when it starts and ends: the second
+    // starts only after the first has ended.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let text = format!(
+        "#!/bin/sh\necho start >> {log}\nsleep 0.5\necho end >> {log}\nexit 1\n",
+        log = log.display()
+    );
+    let logging = script(dir.path(), "logging-compiler", &text);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            let config = with_compiler(logging.clone(), 0, 0);
+            scope.spawn(move || load(config, &myapp()).map(|_| ()).unwrap_err());
+        }
+    });
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(log, "start\nend\nstart\nend\n");
 }

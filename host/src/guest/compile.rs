@@ -8,6 +8,10 @@
 //! - A module that makes the compiler run out of memory ends a child, not the host with every
 //!   reconciler in it: the child asks the kernel's OOM killer to pick it first, and its own
 //!   allocations are capped (`--compile-memory-mib`).
+//! - A module that keeps the compiler busy for minutes ends its child when its CPU time is up
+//!   (`--compile-cpu-seconds`), instead of burning the cores the reconcilers need.
+//! - The host compiles one module at a time: a host starting with several JavaScript reconcilers
+//!   would otherwise hold several compiles' memory at once. Each compile uses every core already.
 //!
 //! The child's artifact is what the artifact cache would hold, checked by wasmtime against this
 //! engine when it is loaded. Library users (tests, benchmarks) compile in their own process: only the
@@ -17,6 +21,7 @@ use std::borrow::Cow;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -36,17 +41,21 @@ pub enum Compiler {
 }
 
 /// A child process of the reconcile-host binary, `program`, that compiles with at most `memory_mib` of
-/// data (0: no cap of its own).
+/// data and `cpu_seconds` of CPU time (0: no cap of its own).
 #[derive(Clone, Debug)]
 pub struct ChildCompiler {
     pub program: PathBuf,
     pub memory_mib: u64,
+    pub cpu_seconds: u64,
 }
+
+/// Held while a child compiles: one compile at a time in this process (see the module doc).
+static ONE_COMPILE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 impl ChildCompiler {
     /// This very executable as the compiler. Through `/proc/self/exe` where there is one, so that a
     /// binary replaced on disk by an upgrade still compiles with the version that will run the code.
-    pub fn this_executable(memory_mib: u64) -> ChildCompiler {
+    pub fn this_executable(memory_mib: u64, cpu_seconds: u64) -> ChildCompiler {
         let proc_self = PathBuf::from("/proc/self/exe");
         let program = if proc_self.exists() {
             proc_self
@@ -56,6 +65,7 @@ impl ChildCompiler {
         ChildCompiler {
             program,
             memory_mib,
+            cpu_seconds,
         }
     }
 }
@@ -111,11 +121,17 @@ impl Compiler {
 impl ChildCompiler {
     /// Runs the child on `bytes`; its artifact, or why there is none.
     fn run(&self, bytes: &[u8]) -> Result<Vec<u8>, LoadError> {
+        // A compile that panicked poisoned nothing this lock guards.
+        let _turn = ONE_COMPILE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut child = Command::new(&self.program)
             .args([
                 COMPILE_COMMAND,
                 "--memory-mib",
                 &self.memory_mib.to_string(),
+                "--cpu-seconds",
+                &self.cpu_seconds.to_string(),
             ])
             .env_clear()
             .stdin(Stdio::piped())
@@ -155,6 +171,10 @@ impl ChildCompiler {
         }
         let said = said.strip_prefix("error: ").unwrap_or(said);
         match status.signal() {
+            Some(libc::SIGXCPU) => format!(
+                "the compiler used up its CPU time (its cap is {} s, --compile-cpu-seconds)",
+                self.cpu_seconds
+            ),
             Some(libc::SIGKILL) => "the compiler process was killed (SIGKILL), most likely by the \
                 out-of-memory killer: the module needs more memory to compile than the host's container \
                 has to spare"
@@ -168,9 +188,14 @@ impl ChildCompiler {
 
 /// The child's side: compiles the module on stdin for an engine like the host's and writes the
 /// artifact to stdout; a compile error goes to stderr, worded as an in-process compile would be.
-pub fn compile_stdin_to_stdout(memory_mib: u64) -> anyhow::Result<()> {
+pub fn compile_stdin_to_stdout(memory_mib: u64, cpu_seconds: u64) -> anyhow::Result<()> {
     volunteer_for_the_oom_killer();
-    limit_data(memory_mib)?;
+    limit(libc::RLIMIT_DATA, memory_mib.saturating_mul(1 << 20))
+        .map_err(|e| anyhow::anyhow!("setting the compiler's memory cap: {e}"))?;
+    // The kernel sends SIGXCPU when the CPU time is up, and SIGKILL a second later if the process
+    // is still there.
+    limit(libc::RLIMIT_CPU, cpu_seconds)
+        .map_err(|e| anyhow::anyhow!("setting the compiler's CPU time cap: {e}"))?;
     let mut bytes = Vec::new();
     std::io::stdin().read_to_end(&mut bytes)?;
     let engine = Engine::new(&codegen_config()).map_err(|e| anyhow::anyhow!("{e:#}"))?;
@@ -187,22 +212,19 @@ fn volunteer_for_the_oom_killer() {
     let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
 }
 
-/// Caps the child's data (heap and anonymous mappings, not its code) at `memory_mib` (0: no cap).
-fn limit_data(memory_mib: u64) -> anyhow::Result<()> {
-    if memory_mib == 0 {
+/// Caps this process's `resource` at `value` (0: no cap): `RLIMIT_DATA` (heap and anonymous
+/// mappings, not code) in bytes, `RLIMIT_CPU` in seconds, the hard limit one unit above the soft one.
+fn limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
+    if value == 0 {
         return Ok(());
     }
-    let bytes = memory_mib.saturating_mul(1 << 20) as libc::rlim_t;
     let limit = libc::rlimit {
-        rlim_cur: bytes,
-        rlim_max: bytes,
+        rlim_cur: value as libc::rlim_t,
+        rlim_max: value.saturating_add(1) as libc::rlim_t,
     };
     // SAFETY: `setrlimit` reads the struct we pass and nothing else.
-    if unsafe { libc::setrlimit(libc::RLIMIT_DATA, &limit) } != 0 {
-        anyhow::bail!(
-            "setting the compiler's memory cap: {}",
-            std::io::Error::last_os_error()
-        );
+    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
