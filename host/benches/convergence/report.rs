@@ -73,7 +73,10 @@ fn hot_swap(out: &mut String, parents: usize, swaps: &Swaps) {
     }
     let floors = [
         ("the same writes from a bare client (floor)", floor),
-        ("the floor + the Updated Event (checked)", &swaps.checked_floor),
+        (
+            "the floor + the Updated Event (checked)",
+            &swaps.checked_floor,
+        ),
     ];
     for (name, floor) in floors {
         let _ = writeln!(

@@ -12,8 +12,8 @@ use kube::api::{Api, Patch, PatchParams};
 use testcluster::TestCluster;
 
 use crate::cpu::{CpuClock, CpuSeconds};
-use crate::measure::{Contender, HostCounters, metric_sum};
 use crate::floor::{self, Floor};
+use crate::measure::{Contender, HostCounters, metric_sum};
 use crate::{api, http, watch};
 
 /// A hot swap on every parent, or the floor's writes of one: how long, the Deployment and status
