@@ -9,11 +9,12 @@
 //! - a native kube-rs controller with the same logic linked in (`convergence/native.rs`).
 //!
 //! Then, on the host's N parents, a hot swap (ConfigMap update until every Deployment carries the new
-//! module's label) beside its floor, and cold starts (process start until a first parent has its
-//! status) with and without the compiled-artifact cache. The MyApps ask for 1 replica (the CRD's
-//! minimum), so the cluster's deployment controller, scheduler and kwok work alongside, as they would
-//! in a real cluster, for every contender alike. Each convergence comes with the API server's own
-//! count of the requests it served, per parent, by resource and verb, and the CPU every process spent.
+//! module's label) beside its two floors (bare, and checked: with the host's Events), and cold starts
+//! (process start until a first parent has its status) with and without the compiled-artifact cache.
+//! The MyApps ask for 1 replica (the CRD's minimum), so the cluster's deployment controller, scheduler
+//! and kwok work alongside, as they would in a real cluster, for every contender alike. Each
+//! convergence comes with the API server's own count of the requests it served, per parent, by
+//! resource and verb, and the CPU every process spent.
 //! Then growth: the floors, reconcile-host and the native controller at 3,000 and 10,000 parents
 //! (`RECONCILE_HOST_BENCH_GROWTH`, empty to skip).
 //! The cores are kept awake meanwhile (`awake`: on a virtual machine, halting vCPUs charge each wakeup

@@ -62,12 +62,26 @@ async fn write(
     );
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     anyhow::ensure!(deployments.get_opt(&name).await?.is_none(), "{name} exists");
+    let note = format!("created Deployment/{name}");
+    write_with_event(client, namespace, parent, out, ("Created", note), recorder).await
+}
+
+/// The child's apply, then the parent's Event (`reason`, `note`) and status at once, as
+/// reconcile-host sends them.
+async fn write_with_event(
+    client: &Client,
+    namespace: &str,
+    parent: &DynamicObject,
+    out: guest_myapp::Output,
+    (reason, note): (&str, String),
+    recorder: &Recorder,
+) -> anyhow::Result<()> {
     let (apply, status) = answer::split(out);
     answer::write(client, namespace, parent, apply, MANAGER).await?;
     let event = Event {
         type_: EventType::Normal,
-        reason: "Created".into(),
-        note: Some(format!("Deployment/{name} created")),
+        reason: reason.into(),
+        note: Some(note),
         action: "Reconcile".into(),
         secondary: None,
     };
@@ -82,11 +96,14 @@ async fn write(
 
 /// The hot swap's floor: what a swap that changes every child must write, sent directly. Each parent's
 /// Deployment is applied again with the second module's label, then its status is written naming the
-/// new module, `CONCURRENCY` at a time.
-pub async fn rewrite_all(client: &Client, namespace: &str) -> anyhow::Result<()> {
+/// new module, `CONCURRENCY` at a time. The checked floor also posts the `Updated` Event that
+/// reconcile-host's rules add for a changed child, beside the status.
+pub async fn rewrite_all(client: &Client, namespace: &str, floor: Floor) -> anyhow::Result<()> {
     let parents = myapp::myapps(client, namespace)
         .list(&Default::default())
         .await?;
+    let recorder = Recorder::new(client.clone(), Reporter::from(MANAGER));
+    let recorder = &recorder;
     futures::stream::iter(parents.items)
         .map(|parent| async move {
             let mut out = guest_myapp::reconcile(&serde_json::to_string(&parent)?, &[], false)
@@ -101,7 +118,15 @@ pub async fn rewrite_all(client: &Client, namespace: &str) -> anyhow::Result<()>
                 object["moduleDigest"] = "variant-b".into();
                 *status = object.to_string();
             }
-            answer::write(client, namespace, &parent, out, MANAGER).await
+            match floor {
+                Floor::Bare => answer::write(client, namespace, &parent, out, MANAGER).await,
+                Floor::Checked => {
+                    let name = parent.metadata.name.as_deref().unwrap_or_default();
+                    let note = format!("updated Deployment/{name}-deploy");
+                    write_with_event(client, namespace, &parent, out, ("Updated", note), recorder)
+                        .await
+                }
+            }
         })
         .buffer_unordered(CONCURRENCY)
         .try_collect::<()>()

@@ -24,10 +24,12 @@ pub struct Row {
     pub swaps: Option<Swaps>,
 }
 
-/// reconcile-host's hot swap on its converged parents, and the bare client's writes of one.
+/// reconcile-host's hot swap on its converged parents, and the bare client's writes of one, without
+/// and with the Events the host's rules add.
 pub struct Swaps {
     pub ours: Swap,
     pub floor: Swap,
+    pub checked_floor: Swap,
 }
 
 /// The growth sizes: `RECONCILE_HOST_BENCH_GROWTH` (comma-separated; empty for none), those above
@@ -52,22 +54,25 @@ impl Row {
         eprintln!("bench: {n} parents");
         let guest = guests::component("guest_myapp");
         let variant_b = guests::myapp_variant_b();
-        let (floor, swap_floor) =
-            on_fresh_cluster("floor", logs, async |client, cluster, ns, _| {
-                let converged = measure::floor(client, cluster, ns, n, Floor::Bare).await?;
+        // Each floor converges its parents, then (with `swaps`) swaps them the same way.
+        let floor_and_swap = |kind: Floor| async move {
+            let name = match kind {
+                Floor::Bare => "floor",
+                Floor::Checked => "floor-checked",
+            };
+            on_fresh_cluster(name, logs, async |client, cluster, ns, _| {
+                let converged = measure::floor(client, cluster, ns, n, kind).await?;
                 let swap = if swaps {
-                    Some(swap::floor(client, cluster, ns, n).await?)
+                    Some(swap::floor(client, cluster, (ns, n), kind).await?)
                 } else {
                     None
                 };
                 Ok((converged, swap))
             })
-            .await?;
-        let checked_floor =
-            on_fresh_cluster("floor-checked", logs, async |client, cluster, ns, _| {
-                measure::floor(client, cluster, ns, n, Floor::Checked).await
-            })
-            .await?;
+            .await
+        };
+        let (floor, swap_floor) = floor_and_swap(Floor::Bare).await?;
+        let (checked_floor, swap_checked_floor) = floor_and_swap(Floor::Checked).await?;
         let (ours, swap) = on_fresh_cluster("host", logs, async |client, cluster, ns, spawn| {
             let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
                 kube::Api::namespaced(client.clone(), ns);
@@ -109,9 +114,13 @@ impl Row {
             checked_floor,
             ours,
             native,
-            swaps: swap
-                .zip(swap_floor)
-                .map(|(ours, floor)| Swaps { ours, floor }),
+            swaps: swap.zip(swap_floor).zip(swap_checked_floor).map(
+                |((ours, floor), checked_floor)| Swaps {
+                    ours,
+                    floor,
+                    checked_floor,
+                },
+            ),
         })
     }
 }

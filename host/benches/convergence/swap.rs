@@ -1,5 +1,6 @@
 //! The hot swap on N converged parents (a ConfigMap update until every Deployment carries the second
-//! module's label), and its floor: a bare client sending the writes such a swap needs.
+//! module's label), and its floors: a bare client sending the writes such a swap needs, and the same
+//! with the `Updated` Event that reconcile-host posts for each changed child.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,8 +12,9 @@ use kube::api::{Api, Patch, PatchParams};
 use testcluster::TestCluster;
 
 use crate::cpu::{CpuClock, CpuSeconds};
+use crate::floor::{self, Floor};
 use crate::measure::{Contender, HostCounters, metric_sum};
-use crate::{api, floor, http, watch};
+use crate::{api, http, watch};
 
 /// A hot swap on every parent, or the floor's writes of one: how long, the Deployment and status
 /// writes per parent, the CPU time spent meanwhile, and reconcile-host's own account of it.
@@ -114,15 +116,17 @@ async fn module_loaded(
     None
 }
 
-/// The floor of a swap that changes every child, on the `parents` of `namespace`.
+/// The floor (bare or checked) of a swap that changes every child, on the `parents` of `namespace`.
 pub async fn floor(
     client: &Client,
     cluster: &TestCluster,
-    namespace: &str,
-    parents: usize,
+    (namespace, parents): (&str, usize),
+    floor: Floor,
 ) -> Result<Swap> {
     timed(client, cluster, None, parents, async |_| {
-        floor::rewrite_all(client, namespace).await.map(|()| None)
+        floor::rewrite_all(client, namespace, floor)
+            .await
+            .map(|()| None)
     })
     .await
 }
