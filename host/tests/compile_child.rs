@@ -20,6 +20,14 @@ fn with_compiler(program: impl Into<PathBuf>, memory_mib: u64, cpu_seconds: u64)
     }))
 }
 
+/// Loads `bytes` expecting the compile to be refused; what the refusal says.
+fn refused(config: RuntimeConfig, bytes: &[u8]) -> String {
+    let err = load(config, bytes).map(|_| ()).unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, LoadError::Compile(_)), "{message}");
+    message
+}
+
 /// An executable shell script `name` in `dir`, standing in for the compiler.
 fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
@@ -56,9 +64,7 @@ fn a_module_that_does_not_compile_says_why_as_it_would_in_process() {
 #[test]
 fn a_compile_over_its_memory_cap_fails_to_load_and_the_next_one_loads() {
     // The MyApp guest needs more than 16 MiB to compile (about 13 MiB of Cranelift's data alone).
-    let err = load(in_a_child(16), &myapp()).map(|_| ()).unwrap_err();
-    let message = err.to_string();
-    assert!(matches!(err, LoadError::Compile(_)), "{message}");
+    let message = refused(in_a_child(16), &myapp());
     assert!(
         message.contains("ran out of memory") && message.contains("16 MiB"),
         "{message}"
@@ -116,14 +122,8 @@ fn a_compiler_killed_by_the_kernel_is_reported_as_out_of_memory_and_the_next_one
 fn a_compile_over_its_cpu_time_cap_fails_to_load_and_the_next_one_loads() {
     // The JavaScript guest takes about 15 s of CPU to compile.
     let js = std::fs::read(common::guests::myapp_js()).unwrap();
-    let err = load(
-        with_compiler(env!("CARGO_BIN_EXE_reconcile-host"), 0, 1),
-        &js,
-    )
-    .map(|_| ())
-    .unwrap_err();
-    let message = err.to_string();
-    assert!(matches!(err, LoadError::Compile(_)), "{message}");
+    let compiler = with_compiler(env!("CARGO_BIN_EXE_reconcile-host"), 0, 1);
+    let message = refused(compiler, &js);
     assert!(
         message.contains("used up its CPU time") && message.contains("1 s"),
         "{message}"
