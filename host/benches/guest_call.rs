@@ -130,6 +130,14 @@ fn main() {
     let wasip2 = measure(&guests::wasip2("guest_myapp"), &request);
     let (fresh_module, reused_module) = rust.modules.clone();
     let (wasip2_fresh, wasip2_reused) = wasip2.modules.clone();
+    // The same guest in a runtime that resets every page of an ended instance's memory, as wasmtime
+    // does unless told to scan for the pages written (`PAGEMAP_SCAN`): what that scan saves.
+    let every_page =
+        Runtime::new(RuntimeConfig::default().reset_written_pages_only(false)).unwrap();
+    let (every_page_fresh, _) = load(
+        &every_page,
+        &std::fs::read(guests::component("guest_myapp")).unwrap(),
+    );
     // A finalizing call does no work in the guest: what is left is the host-guest crossing (copying
     // the request in and the answer out, the store's bookkeeping).
     let empty = Request {
@@ -148,6 +156,7 @@ fn main() {
         lifecycle,
         old_fresh,
         old_reused,
+        every_page_reset,
     ] = race([
         &mut || {
             black_box(
@@ -160,6 +169,7 @@ fn main() {
         &mut || call(&fresh_module, &empty),
         &mut || call(&wasip2_fresh, &request),
         &mut || call(&wasip2_reused, &request),
+        &mut || call(&every_page_fresh, &request),
     ]);
     // A fresh call is a reused call plus the instance's creation and teardown. That part alone, a fresh
     // call doing no work less the crossing, is wasmtime's pooling allocator, whatever the guest does.
@@ -180,6 +190,11 @@ fn main() {
          call that does no work, less the crossing)",
         instance,
         vs_native(instance)
+    );
+    println!(
+        "    resetting every page    {:>9.2?}   {:>5.2}x native   (the same, without PAGEMAP_SCAN: \
+         every byte of the ended instance's memory reset, not only the pages it wrote)",
+        every_page_reset.0, every_page_reset.1
     );
     println!(
         "  wasm, reused instance     {:>9.2?}   {:>5.2}x native   (target <= 1.5x)",

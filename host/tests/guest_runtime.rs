@@ -345,6 +345,46 @@ fn compiled_artifacts_are_cached_and_reused() {
     );
 }
 
+/// How many copies of its marker for `text` a `remember` call found, left there by earlier calls.
+fn copies_left_before(module: &Module, text: &str) -> u64 {
+    let answer = call_fault(module, &format!("remember:{text}")).expect("remember answers");
+    answer.status.unwrap()["seen"].as_u64().unwrap()
+}
+
+#[test]
+fn a_fresh_instance_holds_nothing_an_earlier_call_wrote() {
+    // Both ways of resetting an ended instance's memory, both builds of the guest: the marker left
+    // in static data, on the heap and in grown memory is gone for the next call.
+    for reset_written_pages_only in [true, false] {
+        let config = RuntimeConfig::default()
+            .deadline(DEADLINE)
+            .reset_written_pages_only(reset_written_pages_only);
+        let runtime = runtime(config);
+        for guest in [
+            common::guests::component("guest_faults"),
+            common::guests::no_wasi("guest_faults"),
+        ] {
+            let module = Module::load_file(&runtime, &guest).expect("faults guest loads");
+            for call in 0..3 {
+                assert_eq!(
+                    copies_left_before(&module, "team-a's secret"),
+                    0,
+                    "call {call} of {} (reset_written_pages_only: {reset_written_pages_only})",
+                    guest.display()
+                );
+            }
+        }
+    }
+    // The check can fail: an instance that is reused keeps what the last call left.
+    let reused = faults_with(
+        RuntimeConfig::default()
+            .deadline(DEADLINE)
+            .reuse_instance_calls(10),
+    );
+    assert_eq!(copies_left_before(&reused, "team-a's secret"), 0);
+    assert!(copies_left_before(&reused, "team-a's secret") > 0);
+}
+
 #[test]
 fn reused_instances_serve_many_calls_and_are_dropped_after_a_trap() {
     let module = faults_with(

@@ -43,6 +43,9 @@ pub(crate) enum Fault {
     Log,
     /// `flood`: prints 1 MiB to stdout, far past the host's per-call cap, then answers as `None`.
     Flood,
+    /// `remember:<text>`: counts the copies of `<text>` reversed that earlier calls left in linear
+    /// memory (status `{"seen": n}`), then leaves its own (see `remember`).
+    Remember(String),
 }
 
 impl Fault {
@@ -53,6 +56,9 @@ impl Fault {
         }
         if let Some(message) = s.strip_prefix("panic:") {
             return Ok(Fault::Panic(message.to_owned()));
+        }
+        if let Some(text) = s.strip_prefix("remember:") {
+            return Ok(Fault::Remember(text.to_owned()));
         }
         if let Some(name) = s.strip_prefix("fixed-name:") {
             return Ok(Fault::FixedName(name.to_owned()));
@@ -178,6 +184,15 @@ impl Fault {
                 println!("fault log: stdout");
                 eprintln!("fault log: stderr");
                 respond(vec![parent.own_config_map(None)], ok)
+            }
+            Fault::Remember(text) => {
+                // Reversed, so that the request's own copy of the text is not counted.
+                let marker: Vec<u8> = text.bytes().rev().collect();
+                let seen = crate::remember::count_then_leave(&marker);
+                respond(
+                    vec![parent.own_config_map(None)],
+                    Some(json!({ "seen": seen })),
+                )
             }
             Fault::Flood => {
                 let line = "x".repeat(1023);

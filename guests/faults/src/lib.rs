@@ -15,6 +15,7 @@ wit_bindgen::generate!({
 
 mod convert;
 mod fault;
+mod remember;
 
 use fault::Fault;
 use reconcile::guest::log::{Level, emit};

@@ -28,6 +28,10 @@ pub struct RuntimeConfig {
     pub compiler: Compiler,
     /// Instances that may be alive at once (the pooling allocator reserves this many slots).
     pub max_instances: u32,
+    /// When an instance ends, reset only the pages it wrote (Linux's `PAGEMAP_SCAN`, where the kernel
+    /// has it) instead of every byte of its memory up to `KEEP_RESIDENT_BYTES`: a MyApp call writes a
+    /// few of its 32 pages. Off only to measure what it saves (`make bench`).
+    pub reset_written_pages_only: bool,
     /// Reuse one instance for up to this many calls instead of a fresh one per call (0 = always fresh).
     /// Only for heavy runtimes (JS, Python): a reused instance can carry state from one parent to the next.
     pub reuse_instance_calls: u32,
@@ -45,6 +49,7 @@ impl Default for RuntimeConfig {
             cache_dir: None,
             compiler: Compiler::InProcess,
             max_instances: 64,
+            reset_written_pages_only: true,
             reuse_instance_calls: 0,
         }
     }
@@ -81,6 +86,10 @@ impl RuntimeConfig {
     }
     pub fn max_instances(mut self, count: u32) -> Self {
         self.max_instances = count;
+        self
+    }
+    pub fn reset_written_pages_only(mut self, enabled: bool) -> Self {
+        self.reset_written_pages_only = enabled;
         self
     }
     pub fn reuse_instance_calls(mut self, calls: u32) -> Self {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::Linker;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings;
 use super::budget::MemoryBudget;
@@ -57,7 +57,11 @@ impl Runtime {
             .total_tables(config.max_instances * 8)
             .max_memory_size(config.memory_limit)
             .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-            .table_keep_resident(16 << 10);
+            .table_keep_resident(16 << 10)
+            .pagemap_scan(match config.reset_written_pages_only {
+                true => Enabled::Auto,
+                false => Enabled::No,
+            });
 
         let mut wasm = codegen_config();
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
@@ -96,6 +100,7 @@ impl Runtime {
             linker: self.linker.clone(),
             config: RuntimeConfig {
                 max_instances: self.config.max_instances,
+                reset_written_pages_only: self.config.reset_written_pages_only,
                 cache_dir: self.config.cache_dir.clone(),
                 compiler: self.config.compiler.clone(),
                 memory_budget: self.config.memory_budget,
