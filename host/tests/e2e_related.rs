@@ -2,7 +2,7 @@
 //! world `relating-reconciler`) selects the ConfigMap its parent's spec names; the host reads it from
 //! its cache, hands it to `reconcile`, and reconciles exactly the parents that selected an object that
 //! changed. Selectors outside the operator's allow-list or the parent's namespace are refused on that
-//! parent alone.
+//! parent alone. `plan` hands the module the same related objects, listed live.
 
 mod common;
 
@@ -284,4 +284,71 @@ async fn a_kind_the_operator_did_not_allow_is_refused_naming_the_allow_list() {
         s.host.is_running(),
         "the host stopped on a refused selector"
     );
+}
+
+/// Runs `plan` with the ConfiguredApp guest over `s`'s namespace, as the host there runs it, plus
+/// `extra`: its exit code and its JSON report.
+fn plan(s: &Setup, extra: &[&str]) -> (i32, Value) {
+    let module = component("guest_configured");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
+        .args(["plan", "--parent", "example.com/v1alpha1/ConfiguredApp"])
+        .args(["--child", "apps/v1/Deployment", "--namespace", &s.namespace])
+        .args(["-o", "json", "--module", module.to_str().unwrap()])
+        .args(extra)
+        .env("KUBECONFIG", s.cluster.kubeconfig_path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("plan printed no JSON report ({e}): {stdout}\n{stderr}"));
+    (out.status.code().unwrap(), report)
+}
+
+#[tokio::test]
+async fn plan_hands_the_module_the_related_objects_the_host_would() {
+    let mut s = setup("related-plan", &["v1/ConfigMap"]).await;
+    let _guard = failure_guard(s.cluster);
+    s.create_config_map("config-web", "hello").await;
+    let spec = json!({"image": "nginx:1.27", "configMapName": "config-web", "replicas": 0});
+    s.create_app("web", spec).await;
+    s.wait_app("web", "web with its ConfigMap", found).await;
+    let hash = hash_of(&s.settled_deployment("web").await).unwrap();
+    // The host stops: from here on only an edit the plan must see changes anything.
+    s.host.kill();
+
+    // The module sees the ConfigMap as the host handed it over: nothing would change.
+    let (code, report) = plan(&s, &["--related", "v1/ConfigMap"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["summary"]["unchanged"], 1, "{report}");
+
+    // An edit of the ConfigMap is a new hash on the pod template, as the host would apply it.
+    let edit = json!({"data": {"greeting": "bonjour"}});
+    s.config_maps()
+        .patch("config-web", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    let (code, report) = plan(&s, &["--related", "v1/ConfigMap"]);
+    assert_eq!(code, 0, "{report}");
+    let parent = &report["parents"][0];
+    assert_eq!(parent["verdict"], "changed", "{report}");
+    let patch = &parent["changed"][0]["patch"];
+    let new_hash = patch
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|op| op["path"] == "/spec/template/metadata/annotations/example.com~1config-hash")
+        .unwrap_or_else(|| panic!("no new config hash in {patch}"))["value"]
+        .clone();
+    assert!(
+        new_hash != hash.as_str() && new_hash != "missing",
+        "{new_hash}"
+    );
+
+    // Without the kind allowed, the plan refuses the selection as the host would.
+    let (code, report) = plan(&s, &[]);
+    assert_eq!(code, 2, "{report}");
+    let parent = &report["parents"][0];
+    assert_eq!(parent["verdict"], "failing", "{report}");
+    assert_eq!(parent["error"]["reason"], "RelatedNotAllowed", "{report}");
 }

@@ -46,6 +46,7 @@ pub use health::{HealthReport, ModuleProblem, ReconcilerHealth};
 pub use observe::{Observed, controlled_by, left_out, request};
 pub use selection::{Selection, SelectionArgs, SelectionError, parent_key};
 pub use status::{HOST_STATUS_KEYS, READY, guest_part, status_of};
+pub use sync::as_cached;
 
 /// The field manager of every apply, and the value of the managed-by label on children.
 pub const MANAGER: &str = "reconcile-host";

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt, stream};
-use kube::core::DynamicObject;
+use kube::core::{DynamicObject, TypeMeta};
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
@@ -72,16 +72,20 @@ pub fn watch_cache(
                 .watch_result(event.as_ref().err().map(|e| e.to_string()));
         })
         .default_backoff()
-        .modify(move |obj: &mut DynamicObject| {
-            obj.types = Some(types.clone());
-            obj.metadata.managed_fields = None;
-        })
+        .modify(move |obj: &mut DynamicObject| as_cached(obj, &types))
         .inspect(move |event| {
             if let (Some((ctx, gvk)), Ok(event)) = (&forget, event) {
                 ctx.applied.forget_deleted(gvk, event);
             }
         });
     settle(reflector::reflector(writer, watch), store, listed, index)
+}
+
+/// An object as the caches hold it: typed, and without its managedFields, which no reconcile reads
+/// and which are most of a small object's size.
+pub fn as_cached(object: &mut DynamicObject, types: &TypeMeta) {
+    object.types = Some(types.clone());
+    object.metadata.managed_fields = None;
 }
 
 /// The objects of `events` that may concern a parent, once `store` holds them: a list's objects are

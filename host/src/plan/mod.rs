@@ -1,10 +1,10 @@
 //! `reconcile-host plan`: what a module would do to the live cluster, without doing it.
 //!
 //! Hot swap puts new logic in front of every parent within seconds; `plan` shows its effect first. For
-//! every live parent it calls the module with the same request the controller would build (the parent
-//! and the children it controls), runs the same safety and ownership rules, and asks the API server
-//! for the result of each apply in dry-run mode, so defaults, admission and other field managers are
-//! accounted for. It writes nothing. The report (`report`) lists the parents that would change or
+//! every live parent it calls the module with the same request the controller would build (the parent,
+//! the children it controls and the related objects it selects), runs the same safety and ownership
+//! rules, and asks the API server for the result of each apply in dry-run mode, so defaults, admission
+//! and other field managers are accounted for. It writes nothing. The report (`report`) lists the parents that would change or
 //! fail; the exit code lets a CI job gate on it.
 
 mod parent;
@@ -19,9 +19,10 @@ use clap::Args;
 use kube::Client;
 use kube::api::ListParams;
 use kube::core::DynamicObject;
+use kube::runtime::watcher;
 
 use crate::cli::{OutputFormat, RuntimeArgs};
-use crate::controller::{Context, MANAGED_BY_LABEL, MANAGER, Settings};
+use crate::controller::{Context, MANAGED_BY_LABEL, MANAGER, Settings, as_cached};
 use crate::guest::{Module, Runtime};
 use crate::kind::Gvk;
 use crate::telemetry::Metrics;
@@ -44,6 +45,10 @@ pub struct PlanArgs {
     /// A child kind the guest may create, GROUP/VERSION/KIND (repeatable), as the host runs it.
     #[arg(long = "child", required = true)]
     pub children: Vec<Gvk>,
+    /// A kind the module may read as related objects, GROUP/VERSION/KIND (repeatable), as the host
+    /// runs it: each is listed once, and the module's `related` selects from it as from the host's cache.
+    #[arg(long = "related")]
+    pub related: Vec<Gvk>,
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long)]
     pub namespace: Option<String>,
@@ -73,7 +78,7 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
     let settings = Settings {
         parent: args.parent.clone(),
         children: args.children.clone(),
-        related: Vec::new(),
+        related: args.related.clone(),
         namespace: args.namespace.clone(),
         finalizer: None,
         concurrency: 1,
@@ -107,6 +112,7 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         parent.types = Some(ctx.parent.type_meta());
     }
     let children = list_children(&ctx).await?;
+    fill_related_caches(&ctx).await?;
 
     let mut plans = Vec::with_capacity(parents.len());
     for parent in parents {
@@ -121,6 +127,22 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Lists each related kind into its cache, once: the module's selections then read it as the host's
+/// `related` reads its watched caches.
+async fn fill_related_caches(ctx: &Context) -> kube::Result<()> {
+    for (kind, mut cache) in ctx.related.writers() {
+        let items = ctx.api_all(kind).list(&ListParams::default()).await?.items;
+        cache.apply_watcher_event(&watcher::Event::Init);
+        let types = kind.type_meta();
+        for mut object in items {
+            as_cached(&mut object, &types);
+            cache.apply_watcher_event(&watcher::Event::InitApply(object));
+        }
+        cache.apply_watcher_event(&watcher::Event::InitDone);
+    }
+    Ok(())
 }
 
 /// Every object of each child kind that carries the host's label, as the controller's caches hold them.

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::controller::{
     Context, MANAGER, Observed, ReconcileError, apply_body, controlled_by, guest_part, left_out,
-    owner_reference, request, status_of,
+    owner_reference, status_of,
 };
 use crate::validate::validate;
 
@@ -128,9 +128,11 @@ async fn fill(
     namespace: &str,
     observed: &[Observed<'_>],
 ) -> Result<(), ReconcileError> {
-    let answer = ctx
-        .module()
-        .call(&plan.parent, &request(parent, observed, false))?;
+    let module = ctx.module();
+    let request = ctx
+        .request_with_related(parent, &plan.parent, observed, false, &module)
+        .await?;
+    let answer = module.call(&plan.parent, &request)?;
     let desired = validate(&answer, namespace, &ctx.rules)?;
     let owner = owner_reference(parent)?;
     let uid = owner["uid"].as_str().unwrap_or_default();
