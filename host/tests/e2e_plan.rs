@@ -1,18 +1,22 @@
 //! `reconcile-host plan` on the real control plane: over 50 live parents, an identical module plans no
 //! change, the variant module plans exactly the change it makes (a label on every Deployment), a parent
-//! the module cannot reconcile is reported failing, and the cluster is left as it was.
+//! the module cannot reconcile is reported failing, and the cluster is left as it was. A decorator of
+//! Namespaces (a cluster-scoped kind) is planned too: the child it would create again in the
+//! Namespace, and the children it would delete once a Namespace loses its label.
 
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ResourceQuota;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::ResourceExt;
-use kube::api::{ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
+use common::decorator::{label, namespaces, quota_owner};
 use common::guests::{component, myapp_variant_b};
 use common::host::HostProcess;
 use common::myapp::*;
@@ -22,20 +26,20 @@ const VARIANT_LABEL: &str = "example.com/variant";
 
 /// Runs `plan` with `module` over `namespace`; its exit code and its JSON report.
 fn plan(kubeconfig: &Path, namespace: &str, module: &Path, extra: &[&str]) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
-        .args(["plan", "--parent", "example.com/v1alpha1/MyApp"])
-        .args(["--child", "apps/v1/Deployment", "--namespace", namespace])
-        .args(["-o", "json", "--module", module.to_str().unwrap()])
-        .args(extra)
-        .env("KUBECONFIG", kubeconfig)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("plan {}: {stderr}", module.display());
-    let report = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("plan printed no JSON report ({e}): {stdout}\n{stderr}"));
-    (out.status.code().unwrap(), report)
+    let mut args = vec![
+        "--parent",
+        "example.com/v1alpha1/MyApp",
+        "--child",
+        "apps/v1/Deployment",
+    ];
+    args.extend([
+        "--namespace",
+        namespace,
+        "--module",
+        module.to_str().unwrap(),
+    ]);
+    args.extend_from_slice(extra);
+    common::plan::run(kubeconfig, &args)
 }
 
 /// Each Deployment's name, generation and labels: what a write of the plan would have changed.
@@ -196,5 +200,98 @@ async fn plan_reports_the_parents_that_would_fail_and_the_children_it_would_crea
             .unwrap()
             .is_none(),
         "the dry-run created nothing"
+    );
+}
+
+#[tokio::test]
+async fn plan_covers_a_decorator_of_namespaces() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let client = cluster.client().await.unwrap();
+    let kubeconfig = cluster.kubeconfig_path();
+    // A selector value of its own: other tests decorate Namespaces of this cluster too.
+    let team = cluster.namespace("plan-deco-team").await.unwrap();
+    let labelled = cluster.namespace("plan-deco").await.unwrap();
+    label(
+        &namespaces(&client),
+        &labelled,
+        json!({"labels": {"team": team}}),
+    )
+    .await;
+    let module = component("guest_namespace_decorator");
+    let selector = format!("team={team}");
+    let args = [
+        "--parent",
+        "v1/Namespace",
+        "--parent-selector",
+        &selector,
+        "--child",
+        "v1/ResourceQuota",
+        "--child",
+        "networking.k8s.io/v1/NetworkPolicy",
+        "--module",
+        module.to_str().unwrap(),
+    ];
+    let host = HostProcess::start(kubeconfig, &args);
+    quota_owner(&client, &labelled).await;
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), &labelled);
+    wait_for("team-isolation", || {
+        let policies = policies.clone();
+        async move { policies.get_opt("team-isolation").await.ok().flatten() }
+    })
+    .await;
+    drop(host);
+    // The plan of our Namespace, if it lists it: Namespaces of other tests may be in it too.
+    let ours = |report: &Value| {
+        report["parents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["parent"] == labelled.as_str())
+            .cloned()
+    };
+
+    let (code, report) = common::plan::run(kubeconfig, &args);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(ours(&report), None, "as the host left it: {report}");
+
+    policies
+        .delete("team-isolation", &DeleteParams::default())
+        .await
+        .unwrap();
+    let (_, report) = common::plan::run(kubeconfig, &args);
+    let plan = ours(&report).unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(plan["verdict"], "changed", "{plan}");
+    let created = &plan["created"][0];
+    assert_eq!(created["kind"], "NetworkPolicy", "{plan}");
+    assert_eq!(created["metadata"]["namespace"], labelled.as_str());
+    assert!(
+        plan.get("status").is_none(),
+        "a decorator writes no status: {plan}"
+    );
+
+    label(
+        &namespaces(&client),
+        &labelled,
+        json!({"labels": {"team": null}}),
+    )
+    .await;
+    let (_, report) = common::plan::run(kubeconfig, &args);
+    let plan = ours(&report).unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(plan["verdict"], "changed", "{plan}");
+    assert_eq!(
+        plan["deleted"],
+        json!([format!("ResourceQuota/{labelled}/team-quota")]),
+        "finalized by the module, then its children deleted: {plan}"
+    );
+    assert!(plan.get("created").is_none(), "{plan}");
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), &labelled);
+    assert!(
+        quotas.get_opt("team-quota").await.unwrap().is_some(),
+        "the plan deleted nothing"
+    );
+    assert!(
+        policies.get_opt("team-isolation").await.unwrap().is_none(),
+        "the plan created nothing"
     );
 }

@@ -290,19 +290,11 @@ async fn a_kind_the_operator_did_not_allow_is_refused_naming_the_allow_list() {
 /// `extra`: its exit code and its JSON report.
 fn plan(s: &Setup, extra: &[&str]) -> (i32, Value) {
     let module = component("guest_configured");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile-host"))
-        .args(["plan", "--parent", "example.com/v1alpha1/ConfiguredApp"])
-        .args(["--child", "apps/v1/Deployment", "--namespace", &s.namespace])
-        .args(["-o", "json", "--module", module.to_str().unwrap()])
-        .args(extra)
-        .env("KUBECONFIG", s.cluster.kubeconfig_path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let report = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("plan printed no JSON report ({e}): {stdout}\n{stderr}"));
-    (out.status.code().unwrap(), report)
+    let mut args = vec!["--parent", "example.com/v1alpha1/ConfiguredApp"];
+    args.extend(["--child", "apps/v1/Deployment", "--namespace", &s.namespace]);
+    args.extend(["--module", module.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    common::plan::run(s.cluster.kubeconfig_path(), &args)
 }
 
 #[tokio::test]

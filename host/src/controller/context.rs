@@ -36,6 +36,14 @@ pub struct ResolvedKind {
 }
 
 impl ResolvedKind {
+    /// `v1/Namespace`: the kind of the cache `--child-namespace-selector` reads.
+    pub fn namespace() -> ResolvedKind {
+        ResolvedKind {
+            gvk: "v1/Namespace".parse().expect("a valid kind"),
+            resource: ApiResource::erase::<Namespace>(&()),
+        }
+    }
+
     /// The `apiVersion` and `kind` of its objects, which list responses leave out for built-in kinds.
     pub fn type_meta(&self) -> kube::core::TypeMeta {
         kube::core::TypeMeta {

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use futures::channel::mpsc::UnboundedReceiver;
 use futures::{FutureExt, Stream, StreamExt};
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ApiResource;
 use kube::core::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
@@ -58,10 +57,7 @@ pub async fn drive(
     let namespace_stream = ctx.namespace_writer().map(|writer| {
         let listed = Listed::new();
         children_listed.push(listed.clone());
-        let kind = ResolvedKind {
-            gvk: "v1/Namespace".parse().expect("a valid kind"),
-            resource: ApiResource::erase::<Namespace>(&()),
-        };
+        let kind = ResolvedKind::namespace();
         watch_cache(&ctx, &kind, writer, Default::default(), listed, None)
     });
     let all_children_listed = {
@@ -104,7 +100,7 @@ pub async fn drive(
         controller = controller.watches_stream_with(stream, owners, resource);
     }
     if let Some(stream) = namespace_stream {
-        let resource = ApiResource::erase::<Namespace>(&());
+        let resource = ResolvedKind::namespace().resource;
         let mapper = weakly(&ctx, Context::parents_placing_in);
         controller = controller.watches_stream_with(stream, mapper, resource);
     }

@@ -39,7 +39,7 @@ use crate::source::oci::{CredentialsArgs, OciArgs};
 use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
 use crate::telemetry::{Health, Metrics, serve};
 pub use apply::{apply_body, owner_reference};
-pub use context::{Context, DiscoveryError};
+pub use context::{Context, DiscoveryError, ResolvedKind};
 pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
 pub use health::{HealthReport, ModuleProblem, ReconcilerHealth};

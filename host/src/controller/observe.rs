@@ -61,10 +61,7 @@ impl Context {
             let owned = child.owned.owned(uid, |child_namespace, name| {
                 child
                     .cached(child_namespace, name)
-                    .filter(|obj| match namespace {
-                        Some(namespace) => controlled_by(obj, namespace, uid),
-                        None => controls(obj, uid),
-                    })
+                    .filter(|obj| controlled_by(obj, namespace, uid))
             });
             observed.extend(owned.into_iter().map(|object| Observed {
                 kind: &child.kind,
@@ -75,9 +72,11 @@ impl Context {
     }
 }
 
-/// Whether `object` is in `namespace` and its controller ownerReference is the parent with `uid`.
-pub fn controlled_by(object: &DynamicObject, namespace: &str, uid: &str) -> bool {
-    object.metadata.namespace.as_deref() == Some(namespace) && controls(object, uid)
+/// Whether the controller ownerReference of `object` is the parent with `uid`, and `object` is in the
+/// parent's `namespace` (any namespace for a cluster-scoped parent: `None`).
+pub fn controlled_by(object: &DynamicObject, namespace: Option<&str>, uid: &str) -> bool {
+    namespace.is_none_or(|namespace| object.metadata.namespace.as_deref() == Some(namespace))
+        && controls(object, uid)
 }
 
 /// Whether the controller ownerReference of `object` is the parent with `uid`.

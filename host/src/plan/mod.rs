@@ -22,7 +22,9 @@ use kube::core::DynamicObject;
 use kube::runtime::watcher;
 
 use crate::cli::{OutputFormat, RuntimeArgs};
-use crate::controller::{Context, MANAGED_BY_LABEL, MANAGER, Settings, as_cached};
+use crate::controller::{
+    Context, MANAGED_BY_LABEL, MANAGER, ResolvedKind, SelectionArgs, Settings, as_cached,
+};
 use crate::guest::{Module, Runtime};
 use crate::kind::Gvk;
 use crate::telemetry::Metrics;
@@ -60,6 +62,10 @@ pub struct PlanArgs {
     pub fail_on_change: bool,
     #[arg(long, short = 'o', default_value = "yaml")]
     pub output: OutputFormat,
+    /// Where a cluster-scoped parent's children may live, and which parents a decorator takes, as
+    /// the host runs it.
+    #[command(flatten)]
+    pub selection: SelectionArgs,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
@@ -84,7 +90,7 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         concurrency: 1,
         resync_period: None,
         adopt_orphans: args.adopt_orphans,
-        selection: Default::default(),
+        selection: (&args.selection).into(),
     };
     // The controller's context, never started: its caches stay empty, so every lookup is a GET.
     let ctx = Context::discover(
@@ -95,14 +101,6 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         Metrics::new("plan"),
     )
     .await?;
-    // Cluster-scoped parents place children by `--child-namespace` (and a Namespace cache): not
-    // modelled here yet, and planning them as namespaced parents would report wrong refusals.
-    if ctx.cluster_scoped {
-        anyhow::bail!(
-            "plan handles namespaced parents only; {} is cluster-scoped",
-            args.parent
-        );
-    }
     let mut parents = ctx
         .api_all(&ctx.parent)
         .list(&ListParams::default())
@@ -112,11 +110,11 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         parent.types = Some(ctx.parent.type_meta());
     }
     let children = list_children(&ctx).await?;
-    fill_related_caches(&ctx).await?;
+    fill_caches(&ctx).await?;
 
     let mut plans = Vec::with_capacity(parents.len());
     for parent in parents {
-        plans.push(parent::plan_parent(&ctx, &parent, &children).await);
+        plans.extend(parent::plan_parent(&ctx, &parent, &children).await);
     }
     let summary = report::write(&plans, args.output, out)?;
     eprintln!("{summary}");
@@ -129,11 +127,19 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
     })
 }
 
-/// Lists each related kind into its cache, once: the module's selections then read it as the host's
-/// `related` reads its watched caches.
-async fn fill_related_caches(ctx: &Context) -> kube::Result<()> {
-    for (kind, mut cache) in ctx.related.writers() {
-        let items = ctx.api_all(kind).list(&ListParams::default()).await?.items;
+/// Lists each related kind, and the Namespaces for `--child-namespace-selector`, into its cache, once:
+/// the module's selections and the children's placement then read them as the host reads its
+/// watched caches.
+async fn fill_caches(ctx: &Context) -> kube::Result<()> {
+    let namespaces = ctx
+        .namespace_writer()
+        .map(|cache| (ResolvedKind::namespace(), cache));
+    let related = ctx.related.writers();
+    let related = related
+        .into_iter()
+        .map(|(kind, cache)| (kind.clone(), cache));
+    for (kind, mut cache) in related.chain(namespaces) {
+        let items = ctx.api_all(&kind).list(&ListParams::default()).await?.items;
         cache.apply_watcher_event(&watcher::Event::Init);
         let types = kind.type_meta();
         for mut object in items {

@@ -10,15 +10,16 @@ use serde_json::Value;
 
 use crate::controller::{
     Context, MANAGER, Observed, ReconcileError, apply_body, controlled_by, guest_part, left_out,
-    owner_reference, status_of,
+    owner_reference, parent_key, status_of,
 };
-use crate::validate::validate;
+use crate::guest::Answer;
+use crate::validate::validate_in;
 
 /// What applying the module's answer would do to one parent.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParentPlan {
-    /// `namespace/name`.
+    /// `namespace/name`, or `name` for a cluster-scoped parent.
     pub parent: String,
     pub verdict: Verdict,
     /// Children that do not exist yet, as the API server would store them.
@@ -75,18 +76,19 @@ impl ParentPlan {
     }
 }
 
-/// Plans `parent`; `children[i]` holds the labelled objects of the context's child kind `i`.
+/// Plans `parent`; `children[i]` holds the labelled objects of the context's child kind `i`. `None`
+/// for a parent the host would not touch: one that `--parent-selector` does not take and that
+/// controls nothing.
 pub async fn plan_parent(
     ctx: &Context,
     parent: &DynamicObject,
     children: &[Vec<Arc<DynamicObject>>],
-) -> ParentPlan {
-    let namespace = parent.metadata.namespace.clone().unwrap_or_default();
-    let name = parent.metadata.name.clone().unwrap_or_default();
-    let mut plan = ParentPlan::new(format!("{namespace}/{name}"));
+) -> Option<ParentPlan> {
+    let namespace = parent.metadata.namespace.as_deref();
+    let mut plan = ParentPlan::new(parent_key(parent));
     if parent.metadata.deletion_timestamp.is_some() {
         plan.verdict = Verdict::Deleting;
-        return plan;
+        return Some(plan);
     }
     let uid = parent.metadata.uid.clone().unwrap_or_default();
     let observed: Vec<Observed<'_>> = ctx
@@ -96,20 +98,25 @@ pub async fn plan_parent(
         .flat_map(|(kind, objects)| {
             objects
                 .iter()
-                .filter(|o| controlled_by(o, &namespace, &uid))
+                .filter(|o| controlled_by(o, namespace, &uid))
                 .map(|object| Observed {
                     kind: &kind.kind,
                     object: object.clone(),
                 })
         })
         .collect();
-    if let Err(e) = fill(&mut plan, ctx, parent, &namespace, &observed).await {
+    let planned = match ctx.selection.selects(parent) {
+        true => fill(&mut plan, ctx, parent, &observed).await,
+        false if observed.is_empty() => return None,
+        false => release(&mut plan, ctx, parent, &observed).await,
+    };
+    if let Err(e) = planned {
         plan.verdict = Verdict::Failing;
         plan.error = Some(PlanError {
             reason: e.reason(),
             message: e.to_string(),
         });
-        return plan;
+        return Some(plan);
     }
     let changes = !plan.created.is_empty()
         || !plan.changed.is_empty()
@@ -118,22 +125,49 @@ pub async fn plan_parent(
     if changes {
         plan.verdict = Verdict::Changed;
     }
-    plan
+    Some(plan)
+}
+
+/// A decorated parent that `--parent-selector` no longer takes: the host would call the module to
+/// finalize, then, once it has, delete every child the parent controls (`controller::release`).
+async fn release(
+    plan: &mut ParentPlan,
+    ctx: &Context,
+    parent: &DynamicObject,
+    observed: &[Observed<'_>],
+) -> Result<(), ReconcileError> {
+    if answer(ctx, &plan.parent, parent, observed, true)
+        .await?
+        .finalized
+    {
+        plan.deleted = observed.iter().map(|o| ctx.observed_id(o)).collect();
+    }
+    Ok(())
+}
+
+/// The module's answer for `parent` (`key`), on the request the controller would build.
+async fn answer(
+    ctx: &Context,
+    key: &str,
+    parent: &DynamicObject,
+    observed: &[Observed<'_>],
+    finalizing: bool,
+) -> Result<Answer, ReconcileError> {
+    let module = ctx.module();
+    let request = ctx
+        .request_with_related(parent, key, observed, finalizing, &module)
+        .await?;
+    Ok(module.call(key, &request)?)
 }
 
 async fn fill(
     plan: &mut ParentPlan,
     ctx: &Context,
     parent: &DynamicObject,
-    namespace: &str,
     observed: &[Observed<'_>],
 ) -> Result<(), ReconcileError> {
-    let module = ctx.module();
-    let request = ctx
-        .request_with_related(parent, &plan.parent, observed, false, &module)
-        .await?;
-    let answer = module.call(&plan.parent, &request)?;
-    let desired = validate(&answer, namespace, &ctx.rules)?;
+    let answer = answer(ctx, &plan.parent, parent, observed, false).await?;
+    let desired = validate_in(&answer, &ctx.placement(parent), &ctx.rules)?;
     let owner = owner_reference(parent)?;
     let uid = owner["uid"].as_str().unwrap_or_default();
     ctx.claim_children(uid, &desired, observed).await?;
@@ -141,7 +175,7 @@ async fn fill(
     let dry_run = PatchParams::apply(MANAGER).force().dry_run();
     for child in &desired {
         let id = ctx.child_id(child);
-        let api = ctx.api(&ctx.child_kind(child).kind, namespace);
+        let api = ctx.api(&ctx.child_kind(child).kind, child.namespace());
         let failed = |source| ReconcileError::Apply {
             child: id.clone(),
             source,
@@ -170,7 +204,12 @@ async fn fill(
         .map(|o| ctx.observed_id(o))
         .collect();
 
-    if let Some(status) = &answer.status {
+    // A decorated kind's status is not the host's to write (see `--parent-selector`).
+    if let Some(status) = answer
+        .status
+        .as_ref()
+        .filter(|_| !ctx.selection.decorates())
+    {
         let before = Value::Object(guest_part(&status_of(parent)));
         let patch = json_patch::diff(&before, &Value::Object(guest_part(status)));
         plan.status = (!patch.0.is_empty()).then_some(patch);

@@ -11,6 +11,7 @@ pub mod http;
 pub mod kubectl;
 pub mod monitoring;
 pub mod myapp;
+pub mod plan;
 pub mod platform;
 pub mod ports;
 pub mod registry;
