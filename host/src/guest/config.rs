@@ -29,8 +29,8 @@ pub struct RuntimeConfig {
     /// Instances that may be alive at once (the pooling allocator reserves this many slots).
     pub max_instances: u32,
     /// When an instance ends, reset only the pages it wrote (Linux's `PAGEMAP_SCAN`, where the kernel
-    /// has it) instead of every byte of its memory up to `KEEP_RESIDENT_BYTES`: a MyApp call writes a
-    /// few of its 32 pages. Off only to measure what it saves (`make bench`).
+    /// has it) instead of every byte of its memory up to `KEEP_RESIDENT_BYTES`: a call never writes
+    /// most of its stack or data image. Off only to measure what it saves (`make bench`).
     pub reset_written_pages_only: bool,
     /// Reuse one instance for up to this many calls instead of a fresh one per call (0 = always fresh).
     /// Only for heavy runtimes (JS, Python): a reused instance can carry state from one parent to the next.

@@ -4,8 +4,8 @@
 //! every live parent it calls the module with the same request the controller would build (the parent,
 //! the children it controls and the related objects it selects), runs the same safety and ownership
 //! rules, and asks the API server for the result of each apply in dry-run mode, so defaults, admission
-//! and other field managers are accounted for. It writes nothing. The report (`report`) lists the parents that would change or
-//! fail; the exit code lets a CI job gate on it.
+//! and other field managers are accounted for. It writes nothing. The report (`report`) lists the
+//! parents that would change or fail; the exit code lets a CI job gate on it.
 
 mod parent;
 mod report;
@@ -92,7 +92,8 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         adopt_orphans: args.adopt_orphans,
         selection: (&args.selection).into(),
     };
-    // The controller's context, never started: its caches stay empty, so every lookup is a GET.
+    // The controller's context, never started: its child caches stay empty, so every lookup is a GET;
+    // its related and Namespace caches are listed once (`fill_caches`).
     let ctx = Context::discover(
         client.clone(),
         client,
