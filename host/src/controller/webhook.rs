@@ -1,5 +1,6 @@
 //! The parent CRD's conversion webhook (`crate::conversion`), served with the active module: every
-//! replica converts with the module it keeps current, so a hot swap changes the conversion too.
+//! replica converts with the module it keeps current, so a hot swap changes the conversion too. Each
+//! review is counted by result, and a failed one is told on the CRD in a Warning Event.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -7,9 +8,10 @@ use std::time::Instant;
 use kube::Client;
 
 use super::context::Context;
-use crate::conversion::{self, ConversionArgs, Converter, Observer};
+use crate::conversion::{self, ConversionArgs, Converter, CrdEvents, Observer, Outcome};
 
-/// Guest calls the webhook may make at once, beyond the reconciles': instance slots to reserve.
+/// Guest calls the webhook may make at once, beyond the reconciles': instance slots to reserve, and
+/// the reviews the webhook runs at once (one instance each; more wait, then are answered busy).
 pub(super) const CONVERSION_INSTANCES: u32 = 8;
 
 /// Starts the webhook if `args` ask for one.
@@ -34,8 +36,20 @@ pub(super) async fn serve_conversion(
         result.map_err(|e| e.to_string())
     });
     let metrics = ctx.metrics.clone();
-    let observer: Observer = Arc::new(move |result| metrics.conversion(result));
-    if let Some(addr) = conversion::start(args, client, converter, observer).await? {
+    let events = match &args.conversion_crd {
+        Some(crd) if args.conversion_webhook_addr.is_some() => {
+            Some(CrdEvents::new(ctx.recorder.clone(), client.clone(), crd).await)
+        }
+        _ => None,
+    };
+    let observer: Observer = Arc::new(move |outcome: &Outcome| {
+        metrics.conversion(outcome.result);
+        if let Some(events) = &events {
+            events.tell(outcome);
+        }
+    });
+    let slots = CONVERSION_INSTANCES as usize;
+    if let Some(addr) = conversion::start(args, client, converter, observer, slots).await? {
         tracing::info!(%addr, "conversion webhook ready");
     }
     Ok(())

@@ -6,13 +6,17 @@
 //! serves `POST /convert` over TLS; `reload` reads the certificate again every minute and serves a
 //! renewed one (its CA going to `ca_bundle`). For each ConversionReview the API server sends, `review` calls the
 //! converter once per object and checks each answer (an object, in the desired apiVersion, with the
-//! same kind, name, namespace and uid): one failure fails the whole review with a message naming the
-//! object, which the API server passes on to the client that read the object.
+//! same kind, name, namespace, uid, labels, ownerReferences, finalizers and annotations but the CRD
+//! group's): one failure fails the whole review with a message naming the object and the field, which
+//! the API server passes on to the client that read the object. `server` runs at most as many reviews
+//! at once as it has guest instances for, and answers a retryable "busy" beyond them; `events` tells a
+//! failed review on the CRD.
 //!
 //! The converter is a plain function so that this module knows nothing of wasm: the host wraps the
 //! guest's `convert(object, to-api-version) -> result<string, string>` in it.
 
 pub mod ca_bundle;
+pub mod events;
 pub mod reload;
 pub mod review;
 pub mod secret;
@@ -28,17 +32,27 @@ use clap::Args;
 use serde_json::Value;
 use tokio::sync::watch;
 
+pub use events::CrdEvents;
 pub use reload::CertSource;
-pub use review::{ConvertFn, ObjectError, answer};
+pub use review::{ConvertFn, ObjectError, answer, crd_group};
 pub use secret::SecretRef;
+pub use server::Handler;
 pub use tls::{Bundle, TlsError};
 
 /// Converts one object to the given apiVersion, shareable with the server's blocking threads.
 pub type Converter = Arc<dyn Fn(&Value, &str) -> Result<Value, String> + Send + Sync>;
 
-/// Told how each review ended, for metrics: `success`, or the failed review's reason
-/// (`ConverterFailed`, `ConversionInvalid`, `BadRequest`).
-pub type Observer = Arc<dyn Fn(&'static str) + Send + Sync>;
+/// How one review ended: `result` is `success` or the failed review's reason (`ConverterFailed`,
+/// `ConversionInvalid`, `ConversionMetadataChanged`, `ConversionFailed`, `ConversionBusy`,
+/// `BadRequest`), `message` what the API server was answered when it failed.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome<'a> {
+    pub result: &'static str,
+    pub message: Option<&'a str>,
+}
+
+/// Told how each review ended, for metrics and Events.
+pub type Observer = Arc<dyn Fn(&Outcome) + Send + Sync>;
 
 /// The conversion webhook's flags; without `--conversion-webhook-addr` there is no webhook.
 #[derive(Clone, Debug, Args)]
@@ -81,13 +95,14 @@ pub struct ConversionArgs {
 }
 
 /// Starts the conversion webhook if `args` ask for one: loads or makes the certificate, applies the
-/// caBundle to the CRD (and keeps it there), and serves, reloading the certificate when it changes.
-/// Returns the bound address, or `None` when no webhook was asked for.
+/// caBundle to the CRD (and keeps it there), and serves at most `slots` reviews at once, reloading
+/// the certificate when it changes. Returns the bound address, or `None` when no webhook was asked for.
 pub async fn start(
     args: &ConversionArgs,
     client: kube::Client,
     converter: Converter,
     observer: Observer,
+    slots: usize,
 ) -> anyhow::Result<Option<SocketAddr>> {
     let Some(addr) = args.conversion_webhook_addr else {
         return Ok(None);
@@ -112,7 +127,12 @@ pub async fn start(
     ca_bundle::ensure(client.clone(), &crd, &bundle.ca_pem).await?;
     let (ca, ca_changes) = watch::channel(bundle.ca_pem.clone());
     tokio::spawn(ca_bundle::keep(client, crd.clone(), ca_changes));
-    let bound = server::serve(addr, tls.clone(), converter, observer)?;
+    // The group whose annotations the converter may change: from the CRD's name, which the API server
+    // makes `<plural>.<group>`, not from the objects of a review, which anyone reaching the port sends.
+    let group = crd_group(&crd)
+        .ok_or_else(|| anyhow::anyhow!("--conversion-crd {crd} is not <plural>.<group>"))?;
+    let handler = Handler::new(converter, observer, group, slots);
+    let bound = server::serve(addr, tls.clone(), handler)?;
     tokio::spawn(reload::follow(source, bundle, tls, ca, reload::REFRESH));
     tracing::info!(%bound, %crd, "serving the conversion webhook");
     Ok(Some(bound))

@@ -24,9 +24,12 @@ fn review(objects: Vec<Value>) -> ConversionReview {
     .unwrap()
 }
 
+/// The group of the test CRD (widgets.example.com).
+const GROUP: &str = "example.com";
+
 /// What the API server reads: the review as JSON.
 fn answered(objects: Vec<Value>, convert: &ConvertFn) -> Value {
-    serde_json::to_value(answer(review(objects), convert).0).unwrap()
+    serde_json::to_value(answer(review(objects), GROUP, convert).0).unwrap()
 }
 
 /// A correct converter: `spec.size` becomes `spec.count`.
@@ -200,10 +203,206 @@ fn a_review_without_a_request_is_invalid() {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
     }))
     .unwrap();
-    let answer = serde_json::to_value(super::answer(review, &rename).0).unwrap();
+    let answer = serde_json::to_value(super::answer(review, GROUP, &rename).0).unwrap();
     assert_eq!(answer["response"]["result"]["status"], "Failure");
     assert_eq!(
         answer["response"]["result"]["message"],
         "request missing in ConversionReview"
     );
+}
+
+/// A widget with every kind of metadata a conversion must keep.
+fn owned_widget() -> Value {
+    let mut object = widget("a", 1);
+    object["metadata"]["labels"] = json!({"team": "a"});
+    object["metadata"]["annotations"] = json!({"note": "kept", "example.com/v1-size": "1"});
+    object["metadata"]["finalizers"] = json!(["example.com/cleanup"]);
+    object["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "uid-owner",
+    }]);
+    object
+}
+
+#[test]
+fn an_answer_that_changes_metadata_fails_naming_the_field_and_the_object() {
+    let cases: [(Spoil, &str); 9] = [
+        (
+            |o| o["metadata"]["labels"]["role"] = json!("admin"),
+            "metadata.labels[\"role\"] from nothing to \"admin\"",
+        ),
+        (
+            |o| o["metadata"]["labels"]["team"] = json!("b"),
+            "metadata.labels[\"team\"] from \"a\" to \"b\"",
+        ),
+        (
+            |o| {
+                o["metadata"].as_object_mut().unwrap().remove("labels");
+            },
+            "metadata.labels[\"team\"] from \"a\" to nothing",
+        ),
+        (
+            |o| o["metadata"]["annotations"]["note"] = json!("rewritten"),
+            "metadata.annotations[\"note\"] from \"kept\" to \"rewritten\"",
+        ),
+        (
+            |o| o["metadata"]["annotations"]["other.io/x"] = json!("y"),
+            "metadata.annotations[\"other.io/x\"] from nothing to \"y\"",
+        ),
+        (
+            |o| o["metadata"]["finalizers"] = json!([]),
+            "metadata.finalizers from [\"example.com/cleanup\"] to []",
+        ),
+        (
+            |o| {
+                o["metadata"].as_object_mut().unwrap().remove("finalizers");
+            },
+            "metadata.finalizers from [\"example.com/cleanup\"] to nothing",
+        ),
+        (
+            |o| o["metadata"]["finalizers"] = json!(["example.com/cleanup", "evil.io/hold"]),
+            "metadata.finalizers from [\"example.com/cleanup\"] to [\"example.com/cleanup\",\"evil.io/hold\"]",
+        ),
+        (
+            |o| o["metadata"]["ownerReferences"][0]["uid"] = json!("uid-other"),
+            "metadata.ownerReferences from [{",
+        ),
+    ];
+    for (spoil, change) in cases {
+        let answer = answered(vec![owned_widget()], &spoiled(spoil));
+        let message = failure_message(&answer);
+        assert!(
+            message.starts_with(&format!(
+                "converting Widget ns/a to example.com/v2: the converter changed {change}"
+            )),
+            "{message}"
+        );
+        assert!(
+            message.ends_with(
+                "a conversion may change only the version and the content (and annotations under \
+                 example.com/ or *.example.com/)"
+            ),
+            "{message}"
+        );
+        assert_eq!(
+            super::answer(review(vec![owned_widget()]), GROUP, &spoiled(spoil)).1,
+            "ConversionMetadataChanged"
+        );
+    }
+}
+
+#[test]
+fn annotations_of_the_crd_group_or_a_subdomain_may_change_and_look_alikes_may_not() {
+    let set = |key: &'static str| {
+        spoiled(move |o| o["metadata"]["annotations"][key] = json!("converted"))
+    };
+    for key in [
+        "example.com/v1-size",
+        "example.com/new",
+        "myapp.example.com/v1beta1-template",
+        "a.b.example.com/x",
+    ] {
+        let answer = answered(vec![owned_widget()], &set(key));
+        assert_eq!(
+            answer["response"]["result"]["status"], "Success",
+            "{key}: {answer}"
+        );
+        assert_eq!(
+            answer["response"]["convertedObjects"][0]["metadata"]["annotations"][key],
+            "converted"
+        );
+    }
+    for key in [
+        "example.com.evil.io/x",
+        "notexample.com/x",
+        "com/x",
+        "example.org/x",
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "example.com",
+        "/x",
+    ] {
+        let message = failure_message(&answered(vec![owned_widget()], &set(key))).to_string();
+        assert!(
+            message.contains(&format!(
+                "changed metadata.annotations[{key:?}] from nothing"
+            )),
+            "{key}: {message}"
+        );
+    }
+    // Removing a group annotation (as MyApp's up-conversion does) is the converter's own business too.
+    let take = spoiled(|o| {
+        o["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove("example.com/v1-size");
+    });
+    let answer = answered(vec![owned_widget()], &take);
+    assert_eq!(
+        answer["response"]["result"]["status"], "Success",
+        "{answer}"
+    );
+}
+
+#[test]
+fn absent_and_empty_metadata_are_the_same() {
+    let mut bare = widget("a", 1);
+    bare["metadata"]["finalizers"] = json!([]);
+    bare["metadata"]["labels"] = json!({});
+    let emptied = spoiled(|o| {
+        let metadata = o["metadata"].as_object_mut().unwrap();
+        metadata.remove("finalizers");
+        metadata.remove("labels");
+        metadata.insert("annotations".into(), json!({}));
+        metadata.insert("ownerReferences".into(), json!([]));
+    });
+    let answer = answered(vec![bare], &emptied);
+    assert_eq!(
+        answer["response"]["result"]["status"], "Success",
+        "{answer}"
+    );
+}
+
+#[test]
+fn the_crd_group_is_its_name_after_the_plural() {
+    assert_eq!(crd_group("myapps.example.com"), Some("example.com"));
+    assert_eq!(
+        crd_group("widgets.conversion-test.example.com"),
+        Some("conversion-test.example.com")
+    );
+    assert_eq!(crd_group("myapps"), None);
+    assert_eq!(crd_group("myapps."), None);
+    assert!(
+        !within_group("x/y", ""),
+        "no group, no annotation of its own"
+    );
+}
+
+/// The shipped MyApp module's conversions (its fixtures, both ways, linked natively) pass the check:
+/// it keeps what v1alpha1 cannot hold in `myapp.example.com/v1beta1-template`, under `example.com`.
+#[test]
+fn the_myapp_modules_conversions_pass_the_check() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../guests/myapp/fixtures-v1beta1");
+    let myapp = |object: &Value, to: &str| -> Result<Value, String> {
+        let converted = guest_myapp::convert(&object.to_string(), to)?;
+        Ok(serde_json::from_str(&converted).unwrap())
+    };
+    let mut checked = 0;
+    for case in std::fs::read_dir(&fixtures).unwrap() {
+        let dir = case.unwrap().path();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("convert-") || dir.join("expected-error.txt").exists() {
+            continue;
+        }
+        let object: Value =
+            serde_norway::from_str(&std::fs::read_to_string(dir.join("object.yaml")).unwrap())
+                .unwrap();
+        let to = std::fs::read_to_string(dir.join("to-api-version.txt")).unwrap();
+        let from = object["apiVersion"].as_str().unwrap().to_string();
+        let there = convert_all(&[object], to.trim(), "example.com", &myapp)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        convert_all(&there, &from, "example.com", &myapp)
+            .unwrap_or_else(|e| panic!("{name}, back: {e}"));
+        checked += 1;
+    }
+    assert!(checked >= 4, "{checked} conversion fixtures");
 }

@@ -20,14 +20,18 @@ fn start() -> (SocketAddr, String) {
         object["spec"]["converted"] = json!(true);
         Ok(object)
     });
-    let addr = serve(
+    let handler = Handler::new(converter, Arc::new(|_: &Outcome| {}), "example.com", 8);
+    (serve_with(&bundle, handler), bundle.ca_pem)
+}
+
+/// `handler` on a free loopback port, under `bundle`'s certificate.
+fn serve_with(bundle: &Bundle, handler: Handler) -> SocketAddr {
+    serve(
         "127.0.0.1:0".parse().unwrap(),
         RustlsConfig::from_config(Arc::new(bundle.server_config().unwrap())),
-        converter,
-        Arc::new(|_| {}),
+        handler,
     )
-    .unwrap();
-    (addr, bundle.ca_pem)
+    .unwrap()
 }
 
 /// `method path` with `body` over TLS, trusting only `ca_pem`, for `name`; status and body.
@@ -39,6 +43,19 @@ fn request(
     path: &str,
     body: &[u8],
 ) -> (u16, String) {
+    let (status, _, body) = exchange(addr, ca_pem, name, method, path, body);
+    (status, body)
+}
+
+/// As `request`, with the response's head too.
+fn exchange(
+    addr: SocketAddr,
+    ca_pem: &str,
+    name: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, String, String) {
     let mut roots = RootCertStore::empty();
     for ca in certificates("ca", ca_pem).unwrap() {
         roots.add(ca).unwrap();
@@ -60,7 +77,7 @@ fn request(
         body.len()
     );
     if let Err(e) = tls.write_all(head.as_bytes()) {
-        return (0, e.to_string());
+        return (0, String::new(), e.to_string());
     }
     // A server refusing a large body may close before reading it all.
     let _ = tls.write_all(body);
@@ -73,11 +90,8 @@ fn request(
         .unwrap_or_default()
         .parse()
         .unwrap_or(0);
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or_default();
+    (status, head.to_string(), body.to_string())
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -169,13 +183,8 @@ async fn a_renewed_certificate_in_the_directory_is_served_without_a_restart() {
     let loaded = source.load().await.unwrap();
     let tls = RustlsConfig::from_config(Arc::new(loaded.server_config().unwrap()));
     let converter: Converter = Arc::new(|object: &Value, _: &str| Ok(object.clone()));
-    let addr = serve(
-        "127.0.0.1:0".parse().unwrap(),
-        tls.clone(),
-        converter,
-        Arc::new(|_| {}),
-    )
-    .unwrap();
+    let handler = Handler::new(converter, Arc::new(|_: &Outcome| {}), "example.com", 8);
+    let addr = serve("127.0.0.1:0".parse().unwrap(), tls.clone(), handler).unwrap();
     let (ca, mut ca_changes) = watch::channel(loaded.ca_pem.clone());
     let period = std::time::Duration::from_millis(20);
     tokio::spawn(follow(source, loaded, tls, ca, period));
@@ -211,4 +220,111 @@ async fn a_renewed_certificate_in_the_directory_is_served_without_a_restart() {
     })
     .await;
     assert_eq!(status, 0, "the old certificate is no longer served");
+}
+
+/// A review beyond the slots waits, then is answered 429 with Retry-After (which the API server's
+/// client retries), not run; the slot taken is given back once its review is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_beyond_the_slots_is_answered_busy_with_retry_after() {
+    use std::sync::Mutex;
+    use std::sync::mpsc;
+
+    let bundle = Bundle::generate(&["localhost".into()], VALIDITY).unwrap();
+    let (entered, entering) = mpsc::channel::<()>();
+    let (release, released) = mpsc::channel::<()>();
+    let (entered, released) = (Mutex::new(entered), Mutex::new(released));
+    // The first review holds the only slot until released; none after it blocks.
+    let converter: Converter = Arc::new(move |object: &Value, to: &str| {
+        if object["metadata"]["name"] == "a" {
+            entered.lock().unwrap().send(()).unwrap();
+            released.lock().unwrap().recv().unwrap();
+        }
+        let mut object = object.clone();
+        object["apiVersion"] = json!(to);
+        Ok(object)
+    });
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let seen = results.clone();
+    let observer: Observer = Arc::new(move |outcome: &Outcome| {
+        let message = outcome.message.map(str::to_string);
+        seen.lock().unwrap().push((outcome.result, message));
+    });
+    let mut handler = Handler::new(converter, observer, "example.com", 1);
+    // How long the second waits changes nothing here: the first holds the slot until released.
+    handler.wait = std::time::Duration::from_millis(100);
+    let addr = serve_with(&bundle, handler);
+    let ca = bundle.ca_pem.clone();
+    let first = tokio::task::spawn_blocking(move || {
+        request(addr, &ca, "localhost", "POST", "/convert", &review_body())
+    });
+    tokio::task::spawn_blocking(move || entering.recv().unwrap())
+        .await
+        .unwrap();
+
+    let other = serde_json::to_vec(&json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+        "request": {"uid": "uid-2", "desiredAPIVersion": "example.com/v2", "objects": [{
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "b", "namespace": "ns"}, "spec": {},
+        }]},
+    }))
+    .unwrap();
+    let ca = bundle.ca_pem.clone();
+    let busy_body = other.clone();
+    let (status, head, body) =
+        blocking(move || exchange(addr, &ca, "localhost", "POST", "/convert", &busy_body)).await;
+    assert_eq!(status, 429, "{head}\n{body}");
+    assert!(head.to_lowercase().contains("retry-after: 1"), "{head}");
+    let busy: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(busy["kind"], "Status");
+    assert_eq!(busy["reason"], "TooManyRequests");
+    assert_eq!(busy["code"], 429);
+    assert_eq!(
+        busy["message"],
+        "the conversion webhook is busy: all 1 conversion slots stayed in use for 100 ms; retry"
+    );
+
+    release.send(()).unwrap();
+    let (status, body) = first.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let ca = bundle.ca_pem.clone();
+    let (status, body) =
+        blocking(move || request(addr, &ca, "localhost", "POST", "/convert", &other)).await;
+    assert_eq!(status, 200, "the slot is free again: {body}");
+    let results: Vec<&str> = results.lock().unwrap().iter().map(|(r, _)| *r).collect();
+    assert_eq!(results, ["ConversionBusy", "success", "success"]);
+}
+
+#[tokio::test]
+async fn a_failed_review_is_observed_with_its_reason_and_message() {
+    let bundle = Bundle::generate(&["localhost".into()], VALIDITY).unwrap();
+    let relabel: Converter = Arc::new(|object: &Value, to: &str| {
+        let mut object = object.clone();
+        object["apiVersion"] = json!(to);
+        object["metadata"]["labels"] = json!({"team": "other"});
+        Ok(object)
+    });
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let observer: Observer = Arc::new(move |outcome: &Outcome| {
+        let message = outcome.message.map(str::to_string);
+        record.lock().unwrap().push((outcome.result, message));
+    });
+    let addr = serve_with(&bundle, Handler::new(relabel, observer, "example.com", 8));
+    let ca = bundle.ca_pem.clone();
+    let (status, body) =
+        blocking(move || request(addr, &ca, "localhost", "POST", "/convert", &review_body())).await;
+    assert_eq!(
+        status, 200,
+        "a refused review is still a ConversionReview: {body}"
+    );
+    let expected = "converting Widget ns/a to example.com/v2: the converter changed \
+                    metadata.labels[\"team\"] from nothing to \"other\"";
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    let message = answer["response"]["result"]["message"].as_str().unwrap();
+    assert!(message.starts_with(expected), "{message}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0, "ConversionMetadataChanged");
+    assert_eq!(seen[0].1.as_deref(), Some(message));
 }

@@ -120,8 +120,11 @@ impl Metrics {
         }
     }
 
-    /// Counts a conversion review: `success`, or the reason it failed (a guest failure's reason, or
-    /// `ConversionInvalid` for an answer that is not the object in the desired version).
+    /// Counts a conversion review: `success`, or the reason it failed, each its own label value:
+    /// `ConverterFailed` (the guest's error, trap or limit), `ConversionInvalid` (not the object in
+    /// the desired version), `ConversionMetadataChanged` (labels, annotations outside the group,
+    /// ownerReferences or finalizers changed), `ConversionFailed` (the converter panicked),
+    /// `ConversionBusy` (no slot free: answered 429, retried by the API server) or `BadRequest`.
     pub fn conversion(&self, result: &'static str) {
         let labels = self.labels(|controller| ResultLabels { controller, result });
         self.families.conversions.get_or_create(&labels).inc();
