@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, PostParams};
-use reconcile_host::conversion::{self, Bundle, ConversionArgs, Converter, SecretRef};
+use reconcile_host::conversion::{self, Bundle, ConversionArgs, Converter, Outcome, SecretRef};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
@@ -105,7 +105,8 @@ async fn widgets_are_read_at_either_version_through_the_webhook() {
         &args(&crd, &secret),
         client.clone(),
         widget_converter(),
-        Arc::new(|_| {}),
+        Arc::new(|_: &Outcome| {}),
+        8,
     )
     .await
     .unwrap()
@@ -198,7 +199,8 @@ async fn widgets_are_read_at_either_version_through_the_webhook() {
         &args(&crd, &secret),
         client,
         widget_converter(),
-        Arc::new(|_| {}),
+        Arc::new(|_: &Outcome| {}),
+        8,
     )
     .await
     .unwrap()
@@ -249,7 +251,8 @@ async fn an_expiring_certificate_in_the_secret_is_replaced() {
         &args(&crd, &secret),
         client,
         widget_converter(),
-        Arc::new(|_| {}),
+        Arc::new(|_: &Outcome| {}),
+        8,
     )
     .await
     .unwrap()

@@ -1,7 +1,8 @@
 //! MyApp from v1alpha1 to v1beta1 on the real control plane, with the conversion in the guest and the
 //! webhook served by the host: objects read at either version unchanged, parents reconciled whichever
 //! version they were written in, a module swap that changes the conversion live, a failing conversion
-//! that the client sees while the stored objects stay readable, and the storage migration. One test in
+//! that the client sees while the stored objects stay readable, a conversion that changes metadata
+//! refused with a Warning Event on the CRD, and the storage migration. One test in
 //! its own binary: it switches the CRD's storage version, which every other MyApp test would feel.
 
 mod common;
@@ -15,6 +16,7 @@ use kube::api::{
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
+use common::events::wait_event_saying;
 use common::guests::component;
 use common::host::HostProcess;
 use common::http;
@@ -241,9 +243,69 @@ async fn myapp_moves_from_v1alpha1_to_v1beta1_through_the_hosts_webhook() {
         get(&client, &namespace, "v1alpha1", "demo-app").await;
         get(&client, &namespace, "v1beta1", "sized").await;
     }
+    // A conversion may change the version and the content, not the metadata: one that adds a label,
+    // or drops a finalizer, is refused naming the field, and a Warning Event on the CRD tells it.
+    let finalizers = |object: &Value| object["metadata"]["finalizers"].clone();
+    let before = finalizers(&get(&client, &namespace, "v1alpha1", "demo-app").await);
+    let mut held = before.as_array().cloned().unwrap_or_default();
+    held.push(json!("faults.example.com/hold"));
+    for (fault, field, held) in [
+        (
+            "add-label",
+            r#"metadata.labels["faults.example.com/converted"]"#,
+            before.clone(),
+        ),
+        ("drop-finalizers", "metadata.finalizers", json!(held)),
+    ] {
+        let patch = json!({"metadata": {
+            "annotations": {"faults.example.com/convert": fault}, "finalizers": held,
+        }});
+        at(&client, &namespace, "v1alpha1")
+            .patch("demo-app", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        let error = kubectl_get_error(cluster, &namespace, "v1beta1", "demo-app");
+        let said = format!(
+            "converting MyApp {namespace}/demo-app to example.com/v1beta1: the converter changed {field}"
+        );
+        assert!(error.contains(&said), "{fault}: {error}");
+        let event = wait_event_saying(
+            &client,
+            "default",
+            Some(CRD),
+            "ConversionMetadataChanged",
+            &said,
+        )
+        .await;
+        assert_eq!(event.type_.as_deref(), Some("Warning"));
+        let regarding = event.involved_object;
+        assert_eq!(regarding.kind.as_deref(), Some("CustomResourceDefinition"));
+        assert_eq!(
+            regarding.uid,
+            crds(&client).get(CRD).await.unwrap().metadata.uid
+        );
+        // Nothing was stored with the metadata the converter made.
+        let stored = get(&client, &namespace, "v1alpha1", "demo-app").await;
+        assert!(
+            stored["metadata"]["labels"]
+                .get("faults.example.com/converted")
+                .is_none(),
+            "{stored}"
+        );
+    }
+    let release = json!({"metadata": {"finalizers": before}});
+    at(&client, &namespace, "v1alpha1")
+        .patch("demo-app", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
     let metrics_addr = host.metrics_addr().unwrap();
     let (_, metrics) = http::get(&metrics_addr, "/metrics").unwrap();
-    for result in ["ConverterFailed", "ConversionInvalid", "success"] {
+    for result in [
+        "ConverterFailed",
+        "ConversionInvalid",
+        "ConversionMetadataChanged",
+        "success",
+    ] {
         let labels = format!("result=\"{result}\"");
         assert!(
             http::sample(&metrics, "reconcile_host_conversions_total", &labels) >= 1.0,
