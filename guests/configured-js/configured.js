@@ -60,8 +60,10 @@ function desired(parentJson, relatedJson) {
   if (typeof name !== 'string') {
     throw new Rejection('parent has no metadata.name');
   }
-  const namespace = typeof parent.metadata.namespace === 'string' ? parent.metadata.namespace : 'default';
   const spec = parent.spec ?? {};
+  // A cluster-scoped parent has no namespace of its own: it names its Deployment's.
+  const namespace = [parent.metadata.namespace, spec.namespace]
+    .find((ns) => typeof ns === 'string' && ns !== '') ?? 'default';
   if (typeof spec.image !== 'string' || spec.image === '') {
     throw new Rejection('spec.image is required');
   }

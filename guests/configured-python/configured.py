@@ -72,10 +72,10 @@ def desired(parent_json: str, related_json: list[str]) -> Response:
     name = metadata.get("name")
     if not isinstance(name, str):
         raise Rejection("parent has no metadata.name")
-    namespace = metadata.get("namespace")
-    if not isinstance(namespace, str):
-        namespace = "default"
     spec = mapping(parent.get("spec"))
+    # A cluster-scoped parent has no namespace of its own: it names its Deployment's.
+    given = (metadata.get("namespace"), spec.get("namespace"))
+    namespace = next((ns for ns in given if isinstance(ns, str) and ns), "default")
     image = spec.get("image")
     if not isinstance(image, str) or image == "":
         raise Rejection("spec.image is required")

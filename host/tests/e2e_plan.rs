@@ -2,7 +2,9 @@
 //! change, the variant module plans exactly the change it makes (a label on every Deployment), a parent
 //! the module cannot reconcile is reported failing, and the cluster is left as it was. A decorator of
 //! Namespaces (a cluster-scoped kind) is planned too: the child it would create again in the
-//! Namespace, and the children it would delete once a Namespace loses its label.
+//! Namespace, and the children it would delete once a Namespace loses its label. A plan as a platform
+//! `Reconciler` (`--reconciler`) reads and dry-runs as its ServiceAccount: what that account may not do
+//! fails the plan.
 
 mod common;
 
@@ -20,6 +22,7 @@ use common::decorator::{label, namespaces, quota_owner};
 use common::guests::{component, myapp_variant_b};
 use common::host::HostProcess;
 use common::myapp::*;
+use common::platform::{add_myapp_reconciler, apply_team_rbac, platform_host, wait_ready_myapp};
 
 const PARENTS: usize = 50;
 const VARIANT_LABEL: &str = "example.com/variant";
@@ -293,5 +296,99 @@ async fn plan_covers_a_decorator_of_namespaces() {
     assert!(
         policies.get_opt("team-isolation").await.unwrap().is_none(),
         "the plan created nothing"
+    );
+}
+
+/// Whether `user` may `verb` `resource` in `namespace`, as the API server's authorizer says now.
+fn may(cluster: &TestCluster, user: &str, verb: &str, resource: &str, namespace: &str) -> bool {
+    let args = [
+        "auth", "can-i", verb, resource, "-n", namespace, "--as", user,
+    ];
+    let out = cluster.kubectl().args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim() == "yes"
+}
+
+/// Team A's RBAC in `team` as shipped, but without `verb` on `resource`; returns once the API server's
+/// authorizer refuses it to `user`.
+async fn revoke(cluster: &TestCluster, team: &str, user: &str, resource: &str, verb: &str) {
+    apply_team_rbac(cluster, "myapp", team, |rule| {
+        if rule["resources"]
+            .as_array()
+            .is_some_and(|resources| resources.contains(&json!(resource)))
+        {
+            let verbs = rule["verbs"].as_array_mut().unwrap();
+            verbs.retain(|v| v != verb);
+        }
+    });
+    wait_for(
+        &format!("{user} refused {verb} {resource}"),
+        || async move { (!may(cluster, user, verb, resource, team)).then_some(()) },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn plan_as_a_reconciler_reports_what_its_service_account_may_not_do() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let client = cluster.client().await.unwrap();
+    let kubeconfig = cluster.kubeconfig_path();
+    let test = "plan-as-reconciler";
+    let team = cluster.namespace("plan-team").await.unwrap();
+    // Team A's reconciler converges its parent on the platform, then the platform stops: from here on
+    // only the plan could write to the child.
+    let host = platform_host(cluster, test, &[]).await;
+    add_myapp_reconciler(cluster, &team, test).await;
+    let spec = json!({"replicas": 1, "image": "nginx:1.23"});
+    create_myapp(&client, &team, "web", spec).await;
+    wait_ready_myapp(&client, &team, "web").await;
+    drop(host);
+    let user = format!("system:serviceaccount:{team}:myapp-reconciler");
+    let module = component("guest_myapp");
+    let reconciler = format!("{team}/myapp");
+    let as_reconciler = [
+        "--reconciler",
+        &reconciler,
+        "--module",
+        module.to_str().unwrap(),
+    ];
+
+    // Granted as shipped: the plan as the reconciler is clean.
+    let gate = [&as_reconciler[..], &["--fail-on-change"]].concat();
+    let (code, report) = common::plan::run(kubeconfig, &gate);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        report["summary"],
+        json!({"unchanged": 1, "changed": 0, "failing": 0, "deleting": 0})
+    );
+
+    // Without `patch` on Deployments the dry-run apply is forbidden to it: the parent fails, as the
+    // reconciler would, where a plan with the caller's rights sees nothing wrong.
+    revoke(cluster, &team, &user, "deployments", "patch").await;
+    let (code, report) = common::plan::run(kubeconfig, &as_reconciler);
+    assert_eq!(code, 2, "{report}");
+    let parent = &report["parents"][0];
+    assert_eq!(parent["parent"], format!("{team}/web"), "{report}");
+    assert_eq!(parent["verdict"], "failing", "{report}");
+    assert_eq!(parent["error"]["reason"], "ApplyFailed", "{report}");
+    let message = parent["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&user) && message.contains("patch"),
+        "{message}"
+    );
+    let (code, report) = plan(kubeconfig, &team, &module, &[]);
+    assert_eq!(code, 0, "as the caller: {report}");
+    assert_eq!(report["summary"]["failing"], 0, "as the caller: {report}");
+
+    // Without `list` on the parent kind it has nothing to plan: the plan fails, saying why.
+    revoke(cluster, &team, &user, "myapps", "list").await;
+    let out = common::plan::output(kubeconfig, &as_reconciler);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("listing the parents")
+            && stderr.contains(&user)
+            && stderr.contains("forbidden"),
+        "{stderr}"
     );
 }

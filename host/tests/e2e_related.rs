@@ -344,3 +344,97 @@ async fn plan_hands_the_module_the_related_objects_the_host_would() {
     assert_eq!(parent["verdict"], "failing", "{report}");
     assert_eq!(parent["error"]["reason"], "RelatedNotAllowed", "{report}");
 }
+
+/// Reads are bounded like writes: a cluster-scoped parent (a Tenant) reads related objects only in the
+/// namespaces its children may go to (`--child-namespace`). The ConfiguredApp guest puts a Tenant's
+/// Deployment in `spec.namespace` and reads the ConfigMap `spec.configMapNamespace` names.
+#[tokio::test]
+async fn a_cluster_scoped_parent_reads_only_where_its_children_may_go() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let client = cluster.client().await.unwrap();
+    let crd = repo_root().join("examples/namespace-decorator/tenant-crd.yaml");
+    apply_crd(cluster, &crd, "tenants.example.com");
+    let allowed = cluster.namespace("related-tenant").await.unwrap();
+    let outside = cluster.namespace("related-outside").await.unwrap();
+    for namespace in [&allowed, &outside] {
+        let config_map = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings"}, "data": {"greeting": "hello"},
+        }))
+        .unwrap();
+        Api::<ConfigMap>::namespaced(client.clone(), namespace)
+            .create(&PostParams::default(), &config_map)
+            .await
+            .unwrap();
+    }
+    // A decorator (a Tenant has no status subresource) of the Tenants labelled for this test only.
+    let selector = format!("related-e2e={allowed}");
+    let module = component("guest_configured");
+    let args = [
+        "--parent",
+        "example.com/v1alpha1/Tenant",
+        "--parent-selector",
+        &selector,
+        "--child",
+        "apps/v1/Deployment",
+        "--related",
+        "v1/ConfigMap",
+        "--child-namespace",
+        &allowed,
+        "--module",
+        module.to_str().unwrap(),
+    ];
+    let _host = HostProcess::start(cluster.kubeconfig_path(), &args);
+
+    let gvk = GroupVersionKind::gvk("example.com", "v1alpha1", "Tenant");
+    let tenants: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "tenants"),
+    );
+    let tenant = |name: &str, reads: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "example.com/v1alpha1", "kind": "Tenant",
+            "metadata": {"name": name, "labels": {"related-e2e": allowed}},
+            "spec": {"image": "nginx:1.27", "replicas": 0, "namespace": allowed,
+                     "configMapName": "settings", "configMapNamespace": reads},
+        }))
+        .unwrap()
+    };
+    let (inside, nosy) = (format!("{allowed}-inside"), format!("{allowed}-nosy"));
+    for (name, reads) in [(&inside, &allowed), (&nosy, &outside)] {
+        tenants
+            .create(&PostParams::default(), &tenant(name, reads))
+            .await
+            .unwrap();
+    }
+
+    // Where its children may go, it reads: the Deployment carries the ConfigMap's hash.
+    wait_deployment(
+        &client,
+        &allowed,
+        &inside,
+        "a Deployment with the hash",
+        |d| hash_of(d).is_some_and(|hash| hash != "missing"),
+    )
+    .await;
+    // Elsewhere, the selection is refused and nothing is applied.
+    let refused = wait_event(&client, "default", Some(&nosy), "RelatedNotAllowed").await;
+    let message = refused.message.unwrap_or_default();
+    assert!(
+        message.contains(&format!("namespace {outside}"))
+            && message.contains(&format!("--child-namespace {allowed}")),
+        "{message}"
+    );
+    let none = Api::<Deployment>::namespaced(client.clone(), &allowed)
+        .get_opt(&nosy)
+        .await
+        .unwrap();
+    assert!(none.is_none(), "a refused parent got a Deployment");
+    for name in [inside, nosy] {
+        tenants
+            .delete(&name, &kube::api::DeleteParams::background())
+            .await
+            .unwrap();
+    }
+}

@@ -7,7 +7,9 @@
 //! A missing ConfigMap is a state, not an error: the Deployment is still wanted (its volume marked
 //! optional), the annotation says `missing`, and `status.configMap` is `Missing` until it appears,
 //! which reconciles the parent since the selector names it. `spec.configMapNamespace` reads it from
-//! another namespace: the host refuses that for a namespaced parent, with a condition saying why.
+//! another namespace: the host refuses that for a namespaced parent, with a condition saying why, and
+//! for a cluster-scoped parent (whose Deployment goes to the namespace `spec.namespace` names) unless
+//! its children may go there.
 
 #[cfg(target_arch = "wasm32")]
 mod component;
@@ -62,7 +64,10 @@ pub fn reconcile(parent: &str, related: &[String], finalizing: bool) -> Result<O
             .filter(|text| !text.is_empty())
     };
     let name = text("/metadata/name").ok_or("parent has no metadata.name")?;
-    let namespace = text("/metadata/namespace").unwrap_or("default");
+    // A cluster-scoped parent has no namespace of its own: it names its Deployment's.
+    let namespace = text("/metadata/namespace")
+        .or_else(|| text("/spec/namespace"))
+        .unwrap_or("default");
     let image = text("/spec/image").ok_or("spec.image is required")?;
     let config_map = config_map_name(&parent["spec"])?;
     let replicas = match parent.pointer("/spec/replicas") {
@@ -178,6 +183,16 @@ mod tests {
             }]
         );
         assert!(related(&app(json!({}))).is_err());
+    }
+
+    #[test]
+    fn a_cluster_scoped_parent_names_the_namespace_of_its_deployment() {
+        let tenant = json!({"apiVersion": "example.com/v1alpha1", "kind": "Tenant",
+            "metadata": {"name": "shop"},
+            "spec": {"image": "nginx:1.27", "configMapName": "shop-config", "namespace": "team-c"}});
+        let out = reconcile(&tenant.to_string(), &[], false).unwrap();
+        let deployment: Value = serde_json::from_str(&out.children[0]).unwrap();
+        assert_eq!(deployment["metadata"]["namespace"], "team-c");
     }
 
     #[test]

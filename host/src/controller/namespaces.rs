@@ -5,7 +5,8 @@
 //! namespace that stopped matching the selector kept its children, unreported, until the parent
 //! changed; and a parent refused for a namespace that matches now waited out its backoff (up to five
 //! minutes). So a Namespace whose match changes reconciles every parent that controls a child in it,
-//! and every parent whose last reconcile failed. Other Namespace changes reconcile nothing.
+//! that reads related objects in it (a parent reads only where its children may go), and every parent
+//! whose last reconcile failed. Other Namespace changes reconcile nothing.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -53,6 +54,7 @@ impl Context {
             .into_iter()
             .map(|(key, _)| self.parent_ref(&key))
             .collect();
+        parents.extend(self.parents_reading_in(name));
         for child in &self.children {
             let in_namespace = child.store.state().into_iter();
             let in_namespace =

@@ -1,8 +1,9 @@
 //! Related objects in the controller: the caches of the kinds the operator allows reconcilers to read
 //! (one watch each, started with the controller; none when no kind is allowed), each parent's
-//! selection (the module's `related` answer, checked, cached per parent UID, generation and module
-//! digest, so a hot swap or a spec change asks again), the objects it selects for the request, and the
-//! parents a changed object concerns, so that the change reconciles exactly those.
+//! selection (the module's `related` answer, checked, cached per parent UID, generation, module digest
+//! and placement, so a hot swap, a spec change or a namespace that starts or stops taking children asks
+//! again), the objects it selects for the request, and the parents a changed object concerns, so that
+//! the change reconciles exactly those.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,7 @@ use super::observe::{Observed, request};
 use crate::guest::{Module, Request};
 use crate::kind::Gvk;
 use crate::related::{RelatedSelector, check, select};
+use crate::validate::Placement;
 
 /// The readable kinds, their caches, and what each parent selected.
 pub struct Related {
@@ -28,11 +30,13 @@ pub struct Related {
     selections: Mutex<HashMap<String, Selection>>,
 }
 
-/// One parent's checked selectors, valid for the parent and module they were computed for.
+/// One parent's checked selectors, valid for the parent, module and placement they were computed for.
 struct Selection {
     uid: String,
     generation: Option<i64>,
     digest: String,
+    /// Where the parent's children could go when checked: the namespaces its selectors may read.
+    placement: Placement,
     selectors: Arc<Vec<RelatedSelector>>,
 }
 
@@ -71,11 +75,13 @@ impl Related {
         uid: &str,
         generation: Option<i64>,
         digest: &str,
+        placement: &Placement,
     ) -> Option<Arc<Vec<RelatedSelector>>> {
         let selections = self.selections.lock().expect("selections lock poisoned");
         selections
             .get(key)
             .filter(|s| s.uid == uid && s.generation == generation && s.digest == digest)
+            .filter(|s| &s.placement == placement)
             .map(|s| s.selectors.clone())
     }
 
@@ -112,7 +118,8 @@ impl Related {
 
 impl Context {
     /// The related objects of `parent` (`key` is `namespace/name`) for `module`'s request: none, at no
-    /// cost, for a module without `related`; else its selection (cached, or asked for and checked).
+    /// cost, for a module without `related`; else its selection (cached, or asked for and checked),
+    /// which reads only where the parent's children may go.
     async fn related_objects(
         &self,
         parent: &DynamicObject,
@@ -124,15 +131,19 @@ impl Context {
             return Ok(Vec::new());
         }
         let generation = parent.metadata.generation;
-        let cached = self.related.cached(key, uid, generation, module.digest());
+        let placement = self.placement(parent);
+        let cached = self
+            .related
+            .cached(key, uid, generation, module.digest(), &placement);
         let selectors = match cached {
             Some(selectors) => selectors,
             None => {
-                let selectors = Arc::new(self.select(parent, key, module).await?);
+                let selectors = Arc::new(self.select(parent, key, module, &placement).await?);
                 let selection = Selection {
                     uid: uid.to_string(),
                     generation,
                     digest: module.digest().to_string(),
+                    placement,
                     selectors: selectors.clone(),
                 };
                 let mut selections = self
@@ -171,12 +182,13 @@ impl Context {
     }
 
     /// Calls the module's `related` for `parent` (off the async workers, like a reconcile) and checks
-    /// its selectors; either failure is counted with its reason.
+    /// its selectors against the allow-list and `placement`; either failure is counted with its reason.
     async fn select(
         &self,
         parent: &DynamicObject,
         key: &str,
         module: &Arc<Module>,
+        placement: &Placement,
     ) -> Result<Vec<RelatedSelector>, ReconcileError> {
         let (module, tag) = (module.clone(), key.to_string());
         let text = serde_json::to_string(parent).expect("objects serialize");
@@ -185,10 +197,10 @@ impl Context {
             (module.related(&tag, &text), start.elapsed())
         })
         .await?;
-        let namespace = parent.metadata.namespace.as_deref();
+        let allowed = Some(self.related.allowed.as_slice());
         let checked = answer
             .map_err(ReconcileError::Related)
-            .and_then(|selectors| Ok(check(&selectors, namespace, Some(&self.related.allowed))?));
+            .and_then(|selectors| Ok(check(&selectors, placement, allowed)?));
         self.metrics
             .guest_call(took, checked.as_ref().err().map(ReconcileError::reason));
         checked
@@ -213,22 +225,44 @@ impl Context {
     }
 }
 
+impl Context {
+    /// The parents whose cached selection reads in `namespace`: when it starts or stops taking
+    /// children, whether they may read there changes too.
+    pub fn parents_reading_in(&self, namespace: &str) -> Vec<ObjectRef<DynamicObject>> {
+        let selections = self
+            .related
+            .selections
+            .lock()
+            .expect("selections lock poisoned");
+        selections
+            .iter()
+            .filter(|(_, selection)| selection.selectors.iter().any(|s| s.namespace == namespace))
+            .map(|(key, _)| self.parent_ref(key))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_selection_serves_only_its_parent_generation_and_module() {
+    fn a_selection_serves_only_its_parent_generation_module_and_placement() {
         let related = Related {
             allowed: Vec::new(),
             kinds: Vec::new(),
             writers: Mutex::default(),
             selections: Mutex::default(),
         };
+        let placement = |namespaces: &[&str]| Placement::Allowed {
+            namespaces: namespaces.iter().map(|ns| ns.to_string()).collect(),
+            rule: "--child-namespace-selector team".into(),
+        };
         let selection = Selection {
             uid: "uid-1".into(),
             generation: Some(2),
             digest: "sha256:a".into(),
+            placement: placement(&["team-a"]),
             selectors: Arc::new(Vec::new()),
         };
         related
@@ -237,11 +271,19 @@ mod tests {
             .unwrap()
             .insert("ns/app".into(), selection);
         let cached = |uid, generation, digest| {
+            let placement = placement(&["team-a"]);
             related
-                .cached("ns/app", uid, Some(generation), digest)
+                .cached("ns/app", uid, Some(generation), digest, &placement)
                 .is_some()
         };
         assert!(cached("uid-1", 2, "sha256:a"));
+        let elsewhere = placement(&["team-a", "team-b"]);
+        assert!(
+            related
+                .cached("ns/app", "uid-1", Some(2), "sha256:a", &elsewhere)
+                .is_none(),
+            "a namespace that starts or stops taking children must ask again"
+        );
         assert!(
             !cached("uid-1", 3, "sha256:a"),
             "a spec change must ask again"

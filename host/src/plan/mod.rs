@@ -5,9 +5,11 @@
 //! the children it controls and the related objects it selects), runs the same safety and ownership
 //! rules, and asks the API server for the result of each apply in dry-run mode, so defaults, admission
 //! and other field managers are accounted for. It writes nothing. The report (`report`) lists the
-//! parents that would change or fail; the exit code lets a CI job gate on it.
+//! parents that would change or fail; the exit code lets a CI job gate on it. With `--reconciler` it
+//! plans as a platform reconciler runs, as its ServiceAccount (`reconciler`).
 
 mod parent;
+mod reconciler;
 mod report;
 
 use std::io::Write;
@@ -15,6 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use clap::Args;
 use kube::Client;
 use kube::api::ListParams;
@@ -27,6 +30,7 @@ use crate::controller::{
 };
 use crate::guest::{Module, Runtime};
 use crate::kind::Gvk;
+use crate::platform::spec::{Key, NamespacedName};
 use crate::telemetry::Metrics;
 pub use parent::{ParentPlan, Verdict};
 pub use report::Summary;
@@ -37,15 +41,37 @@ pub const EXIT_FAILING: u8 = 2;
 pub const EXIT_CHANGES: u8 = 3;
 
 #[derive(Debug, Args)]
+#[command(group(
+    clap::ArgGroup::new("reconciler_object")
+        .args(["reconciler", "cluster_reconciler"])
+        .conflicts_with_all([
+            "parent",
+            "children",
+            "related",
+            "namespace",
+            "child_namespaces",
+            "child_namespace_selector",
+            "parent_selector",
+        ]),
+))]
 pub struct PlanArgs {
     /// The candidate reconciler component (.wasm).
     #[arg(long, short = 'm')]
     pub module: PathBuf,
+    /// Plan as the `Reconciler` NAMESPACE/NAME runs on the platform: its parent kind, children,
+    /// related kinds, selection and limits come from the object, and every read and dry-run is made as
+    /// its ServiceAccount (impersonated, as `serve` does: the caller needs `impersonate` on it).
+    /// `--module` stays the candidate.
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = reconciler::parse_namespaced)]
+    pub reconciler: Option<NamespacedName>,
+    /// Plan as the `ClusterReconciler` NAME runs (see --reconciler).
+    #[arg(long, value_name = "NAME")]
+    pub cluster_reconciler: Option<String>,
     /// The parent kind, GROUP/VERSION/KIND, as the host runs it.
-    #[arg(long)]
-    pub parent: Gvk,
+    #[arg(long, required_unless_present = "reconciler_object")]
+    pub parent: Option<Gvk>,
     /// A child kind the guest may create, GROUP/VERSION/KIND (repeatable), as the host runs it.
-    #[arg(long = "child", required = true)]
+    #[arg(long = "child", required_unless_present = "reconciler_object")]
     pub children: Vec<Gvk>,
     /// A kind the module may read as related objects, GROUP/VERSION/KIND (repeatable), as the host
     /// runs it: each is listed once, and the module's `related` selects from it as from the host's cache.
@@ -70,6 +96,36 @@ pub struct PlanArgs {
     pub runtime: RuntimeArgs,
 }
 
+impl PlanArgs {
+    /// The reconciler object to plan as, if one is named.
+    fn reconciler_key(&self) -> Option<Key> {
+        let namespaced = self.reconciler.as_ref().map(|r| Key {
+            namespace: Some(r.namespace.clone()),
+            name: r.name.clone(),
+        });
+        let cluster = self.cluster_reconciler.as_ref().map(|name| Key {
+            namespace: None,
+            name: name.clone(),
+        });
+        namespaced.or(cluster)
+    }
+
+    /// The settings the flags describe (without `--reconciler`; clap requires `--parent` then).
+    fn settings(&self) -> Settings {
+        Settings {
+            parent: self.parent.clone().expect("clap requires --parent"),
+            children: self.children.clone(),
+            related: self.related.clone(),
+            namespace: self.namespace.clone(),
+            finalizer: None,
+            concurrency: 1,
+            resync_period: None,
+            adopt_orphans: self.adopt_orphans,
+            selection: (&self.selection).into(),
+        }
+    }
+}
+
 pub fn plan(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -78,20 +134,19 @@ pub fn plan(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<ExitCode> {
 }
 
 async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    let runtime = Runtime::new(args.runtime.config())?;
-    let module = Module::load_file(&runtime, &args.module)?;
-    let client = Client::try_default().await?;
-    let settings = Settings {
-        parent: args.parent.clone(),
-        children: args.children.clone(),
-        related: args.related.clone(),
-        namespace: args.namespace.clone(),
-        finalizer: None,
-        concurrency: 1,
-        resync_period: None,
-        adopt_orphans: args.adopt_orphans,
-        selection: (&args.selection).into(),
+    let host = Runtime::new(args.runtime.config())?;
+    let config = kube::Config::infer().await?;
+    let caller = Client::try_from(config.clone())?;
+    // As the caller, or as the reconciler: its settings and limits, and every call as its ServiceAccount.
+    let (settings, runtime, client, who) = match args.reconciler_key() {
+        None => (args.settings(), host, caller, "the caller".to_string()),
+        Some(key) => {
+            let as_it =
+                reconciler::plan_as(&caller, &config, key, &host, args.adopt_orphans).await?;
+            (as_it.settings, as_it.runtime, as_it.client, as_it.user)
+        }
     };
+    let module = Module::load_file(&runtime, &args.module)?;
     // The controller's context, never started: its child caches stay empty, so every lookup is a GET;
     // its related and Namespace caches are listed once (`fill_caches`).
     let ctx = Context::discover(
@@ -102,16 +157,22 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         Metrics::new("plan"),
     )
     .await?;
+    let listing = |what: &str| format!("listing {what} as {who}");
     let mut parents = ctx
         .api_all(&ctx.parent)
         .list(&ListParams::default())
-        .await?
+        .await
+        .with_context(|| listing(&format!("the parents ({})", settings.parent)))?
         .items;
     for parent in &mut parents {
         parent.types = Some(ctx.parent.type_meta());
     }
-    let children = list_children(&ctx).await?;
-    fill_caches(&ctx).await?;
+    let children = list_children(&ctx)
+        .await
+        .with_context(|| listing("the children"))?;
+    fill_caches(&ctx)
+        .await
+        .with_context(|| listing("the related objects and Namespaces"))?;
 
     let mut plans = Vec::with_capacity(parents.len());
     for parent in parents {
@@ -165,4 +226,57 @@ async fn list_children(ctx: &Context) -> kube::Result<Vec<Vec<Arc<DynamicObject>
         all.push(typed.collect());
     }
     Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn plan_with(args: &[&str]) -> Result<PlanArgs, clap::Error> {
+        let base = ["reconcile-host", "plan", "--module", "new.wasm"];
+        let cli = Cli::try_parse_from(base.iter().chain(args))?;
+        match cli.command {
+            Command::Plan(args) => Ok(*args),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_reconciler_object_replaces_the_kind_flags() {
+        let kinds = ["--parent", "example.com/v1alpha1/MyApp"];
+        let kinds = [&kinds[..], &["--child", "apps/v1/Deployment"]].concat();
+        assert_eq!(plan_with(&kinds).unwrap().reconciler_key(), None);
+        assert!(plan_with(&[]).is_err(), "neither kinds nor a reconciler");
+
+        let key = plan_with(&["--reconciler", "team-a/myapp"])
+            .unwrap()
+            .reconciler_key();
+        assert_eq!(key.map(|k| k.to_string()).as_deref(), Some("team-a/myapp"));
+        let key = plan_with(&["--cluster-reconciler", "tenants"])
+            .unwrap()
+            .reconciler_key();
+        assert_eq!(key.map(|k| k.to_string()).as_deref(), Some("tenants"));
+
+        // The object says what the flags would: both at once is a contradiction, refused.
+        let both = [&kinds[..], &["--reconciler", "team-a/myapp"]].concat();
+        assert!(plan_with(&both).is_err());
+        for flag in [
+            ["--namespace", "team-a"],
+            ["--related", "v1/ConfigMap"],
+            ["--child-namespace", "team-a"],
+            ["--parent-selector", "team"],
+        ] {
+            let args = [&flag[..], &["--reconciler", "team-a/myapp"]].concat();
+            assert!(plan_with(&args).is_err(), "{flag:?}");
+        }
+        let two = ["--reconciler", "team-a/myapp", "--cluster-reconciler", "x"];
+        assert!(plan_with(&two).is_err());
+        assert!(
+            plan_with(&["--reconciler", "myapp"]).is_err(),
+            "no namespace"
+        );
+    }
 }

@@ -48,16 +48,15 @@ pub struct Shared {
     pub oci: OciArgs,
 }
 
-impl Shared {
-    /// A client that makes every call as `user`: the API server's RBAC then bounds the reconciler
-    /// exactly as it would its ServiceAccount. Only the user is impersonated: the API server adds a
-    /// ServiceAccount's groups itself, and the host needs no right to impersonate groups.
-    fn impersonating(&self, user: &str) -> kube::Result<Client> {
-        let mut config = self.config.clone();
-        config.auth_info.impersonate = Some(user.to_string());
-        config.auth_info.impersonate_groups = None;
-        Client::try_from(config)
-    }
+/// A client on `config`'s connection that makes every call as `user`: the API server's RBAC then
+/// bounds the reconciler exactly as it would its ServiceAccount. Only the user is impersonated: the API
+/// server adds a ServiceAccount's groups itself, and the host needs no right to impersonate groups.
+/// `serve` runs each reconciler through one; `plan --reconciler` plans through one.
+pub fn impersonating(config: &kube::Config, user: &str) -> kube::Result<Client> {
+    let mut config = config.clone();
+    config.auth_info.impersonate = Some(user.to_string());
+    config.auth_info.impersonate_groups = None;
+    Client::try_from(config)
 }
 
 /// A started reconciler: its definition (a changed one means a restart) and its task.
@@ -157,7 +156,7 @@ impl Run {
                     .await;
             }
         };
-        let client = match self.shared.impersonating(&self.definition.user) {
+        let client = match impersonating(&self.shared.config, &self.definition.user) {
             Ok(client) => client,
             Err(e) => {
                 return self

@@ -26,6 +26,7 @@ use crate::guest::Runtime;
 use crate::source::oci::OciArgs;
 use crate::telemetry::{Health, Metrics, Recorder, serve as serve_http};
 use instance::Shared;
+pub use instance::impersonating;
 use manager::Manager;
 use spec::Scope;
 

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::selector::{SelectorError, check, select};
 use crate::guest::{GuestError, Module};
+use crate::validate::Placement;
 
 /// Why the related objects of a parent could not be computed.
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +37,11 @@ pub fn related_from(
     let namespace = parent["metadata"]["namespace"]
         .as_str()
         .unwrap_or("default");
-    let selectors = check(&selectors, Some(namespace), None)?;
+    let selectors = check(
+        &selectors,
+        &Placement::ParentNamespace(namespace.into()),
+        None,
+    )?;
     let objects = available
         .iter()
         .enumerate()

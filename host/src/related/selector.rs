@@ -1,4 +1,8 @@
 //! A module's selectors checked against what the operator allows, and matched against objects.
+//!
+//! Reads are bounded like writes: a selector may name only a namespace the parent's children may go to
+//! (its [`Placement`], the one the child validation uses), so that a cluster-scoped parent whose
+//! children are confined to some namespaces cannot read every namespace of the cluster.
 
 use std::borrow::Borrow;
 use std::collections::HashSet;
@@ -8,9 +12,10 @@ use kube::core::DynamicObject;
 use crate::guest::Selector;
 use crate::kind::Gvk;
 use crate::selector::{LabelSelector, SelectorError as LabelSelectorError};
+use crate::validate::{Placement, Rule};
 
-/// A selector that passed `check`: an allow-listed kind, in the parent's namespace (any namespace it
-/// names, for a cluster-scoped parent).
+/// A selector that passed `check`: an allow-listed kind, in a namespace the parent's children may go
+/// to (the parent's own, for a namespaced parent).
 #[derive(Clone, Debug)]
 pub struct RelatedSelector {
     pub kind: Gvk,
@@ -47,9 +52,17 @@ pub enum SelectorError {
         reason: String,
     },
     #[error(
-        "related selector {index} names no namespace, which a cluster-scoped parent's selectors must"
+        "related selector {index} reads namespace {namespace}, where this parent's children may not go ({allowed}): a cluster-scoped parent reads only in the namespaces its children may live in; the operator allows more with --child-namespace or --child-namespace-selector (a ClusterReconciler: spec.childNamespaces, spec.childNamespaceSelector)"
     )]
-    NoNamespace { index: usize },
+    OutsideChildNamespaces {
+        index: usize,
+        namespace: String,
+        allowed: String,
+    },
+    #[error(
+        "related selector {index} names no namespace, which a cluster-scoped parent's selectors must ({allowed})"
+    )]
+    NoNamespace { index: usize, allowed: String },
     #[error("related selector {index}: {error}")]
     BadLabels {
         index: usize,
@@ -61,9 +74,9 @@ impl SelectorError {
     /// A short CamelCase word for conditions, Events and metrics.
     pub fn reason(&self) -> &'static str {
         match self {
-            SelectorError::NotAllowed { .. } | SelectorError::OtherNamespace { .. } => {
-                "RelatedNotAllowed"
-            }
+            SelectorError::NotAllowed { .. }
+            | SelectorError::OtherNamespace { .. }
+            | SelectorError::OutsideChildNamespaces { .. } => "RelatedNotAllowed",
             SelectorError::NoNamespace { .. }
             | SelectorError::BadKind { .. }
             | SelectorError::BadLabels { .. } => "RelatedInvalid",
@@ -71,12 +84,14 @@ impl SelectorError {
     }
 }
 
-/// Checks the module's `selectors` for a parent in `parent_namespace`: each kind in `allowed` (`None`:
-/// no allow-list, as `render` without `--related`), each namespace the parent's. A cluster-scoped parent
-/// (`parent_namespace` `None`) has no namespace of its own: its selectors name one, any one.
+/// Checks the module's `selectors` for a parent whose children go where `placement` says: each kind in
+/// `allowed` (`None`: no allow-list, as `render` without `--related`), each namespace one the children
+/// may go to. A selector without a namespace reads the parent's own (a namespaced parent's, or a
+/// Namespace parent's without `--child-namespace`); a cluster-scoped parent's children may go to
+/// several, so its selectors name one.
 pub fn check(
     selectors: &[Selector],
-    parent_namespace: Option<&str>,
+    placement: &Placement,
     allowed: Option<&[Gvk]>,
 ) -> Result<Vec<RelatedSelector>, SelectorError> {
     selectors
@@ -103,19 +118,9 @@ pub fn check(
                     },
                 });
             }
-            let namespace = match (selector.namespace.as_deref(), parent_namespace) {
-                (None, None) => return Err(SelectorError::NoNamespace { index }),
-                (Some(namespace), None) => namespace,
-                (None, Some(own)) => own,
-                (Some(namespace), Some(own)) if namespace == own => own,
-                (Some(namespace), Some(own)) => {
-                    return Err(SelectorError::OtherNamespace {
-                        index,
-                        namespace: namespace.to_string(),
-                        parent_namespace: own.to_string(),
-                    });
-                }
-            };
+            let namespace = placement
+                .namespace_of(selector.namespace.as_deref())
+                .map_err(|rule| refused_namespace(index, rule))?;
             let labels = selector
                 .label_selector
                 .as_deref()
@@ -126,12 +131,37 @@ pub fn check(
                 .transpose()?;
             Ok(RelatedSelector {
                 kind,
-                namespace: namespace.to_string(),
+                namespace,
                 names: selector.names.clone(),
                 labels,
             })
         })
         .collect()
+}
+
+/// The refusal of selector `index`, from the rule its namespace breaks for a child.
+fn refused_namespace(index: usize, rule: Rule) -> SelectorError {
+    match rule {
+        Rule::OtherNamespace { namespace, parent } => SelectorError::OtherNamespace {
+            index,
+            namespace,
+            parent_namespace: parent,
+        },
+        Rule::NoNamespace { allowed } => SelectorError::NoNamespace { index, allowed },
+        Rule::NamespaceNotAllowed { namespace, allowed } => SelectorError::OutsideChildNamespaces {
+            index,
+            namespace,
+            allowed,
+        },
+        Rule::OutsideParentNamespace { namespace, parent } => {
+            SelectorError::OutsideChildNamespaces {
+                index,
+                namespace,
+                allowed: format!("only Namespace {parent} itself: no --child-namespace was given"),
+            }
+        }
+        other => unreachable!("a namespace is refused by a namespace rule, not {other:?}"),
+    }
 }
 
 impl RelatedSelector {
@@ -205,43 +235,112 @@ mod tests {
         .unwrap()
     }
 
+    fn own(namespace: &str) -> Placement {
+        Placement::ParentNamespace(namespace.into())
+    }
+
     #[test]
-    fn only_allow_listed_kinds_in_the_parents_namespace_pass() {
+    fn only_allow_listed_kinds_pass() {
         let allowed = ["v1/ConfigMap".parse().unwrap()];
         let ok = check(
             &[selector("v1", "ConfigMap", None)],
-            Some("team-a"),
+            &own("team-a"),
             Some(&allowed),
         )
         .unwrap();
         assert_eq!(ok[0].namespace, "team-a");
         let secret = check(
             &[selector("v1", "Secret", None)],
-            Some("team-a"),
+            &own("team-a"),
             Some(&allowed),
         );
         let message = secret.unwrap_err().to_string();
         assert!(message.contains("v1/Secret") && message.contains("allowed: v1/ConfigMap"));
-        let other = check(
-            &[selector("v1", "ConfigMap", Some("team-b"))],
-            Some("team-a"),
-            Some(&allowed),
-        );
-        assert_eq!(other.unwrap_err().reason(), "RelatedNotAllowed");
     }
 
+    /// Reads are bounded like writes: a selector reads only where the parent's children may go.
     #[test]
-    fn a_cluster_scoped_parent_names_the_namespace_it_reads() {
-        let anywhere = check(&[selector("v1", "ConfigMap", Some("team-b"))], None, None).unwrap();
-        assert_eq!(anywhere[0].namespace, "team-b");
-        let nowhere = check(&[selector("v1", "ConfigMap", None)], None, None).unwrap_err();
-        assert_eq!(nowhere.reason(), "RelatedInvalid");
-        assert!(nowhere.to_string().contains("cluster-scoped"), "{nowhere}");
+    fn a_selector_reads_only_where_the_parents_children_may_go() {
+        let named = Placement::Allowed {
+            namespaces: ["team-a".to_string(), "team-b".to_string()].into(),
+            rule: "--child-namespace team-a, team-b".into(),
+        };
+        // `--child-namespace-selector team` with one namespace labelled so.
+        let labelled = Placement::Allowed {
+            namespaces: ["team-x".to_string()].into(),
+            rule: "--child-namespace-selector team".into(),
+        };
+        let itself = Placement::ParentItself("tenant-a".into());
+        // (placement, the namespace the selector names, the namespace read or the refusal's reason
+        // and what its message must name)
+        let cases: [(&Placement, Option<&str>, Result<&str, (&str, &[&str])>); 13] = [
+            (&own("team-a"), None, Ok("team-a")),
+            (&own("team-a"), Some("team-a"), Ok("team-a")),
+            (
+                &own("team-a"),
+                Some("team-b"),
+                Err(("RelatedNotAllowed", &["team-b", "may only read its own"])),
+            ),
+            (&named, Some("team-b"), Ok("team-b")),
+            (&named, Some("team-a"), Ok("team-a")),
+            (
+                &named,
+                Some("kube-system"),
+                Err((
+                    "RelatedNotAllowed",
+                    &["namespace kube-system", "--child-namespace team-a, team-b"],
+                )),
+            ),
+            (
+                &named,
+                None,
+                Err(("RelatedInvalid", &["cluster-scoped", "--child-namespace"])),
+            ),
+            (&labelled, Some("team-x"), Ok("team-x")),
+            (
+                &labelled,
+                Some("team-y"),
+                Err((
+                    "RelatedNotAllowed",
+                    &["namespace team-y", "--child-namespace-selector team"],
+                )),
+            ),
+            (&itself, None, Ok("tenant-a")),
+            (&itself, Some("tenant-a"), Ok("tenant-a")),
+            (
+                &itself,
+                Some("default"),
+                Err((
+                    "RelatedNotAllowed",
+                    &["namespace default", "tenant-a itself"],
+                )),
+            ),
+            (
+                &itself,
+                Some("kube-system"),
+                Err(("RelatedNotAllowed", &["spec.childNamespaces"])),
+            ),
+        ];
+        for (placement, namespace, want) in cases {
+            let got = check(&[selector("v1", "ConfigMap", namespace)], placement, None);
+            let case = format!("{placement:?} reading {namespace:?}");
+            match (got, want) {
+                (Ok(checked), Ok(read)) => assert_eq!(checked[0].namespace, read, "{case}"),
+                (Err(e), Err((reason, named))) => {
+                    assert_eq!(e.reason(), reason, "{case}: {e}");
+                    let message = e.to_string();
+                    for part in named {
+                        assert!(message.contains(part), "{case}: {message} lacks {part}");
+                    }
+                }
+                (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 
     #[test]
     fn matching_takes_kind_namespace_names_and_labels() {
-        let checked = check(&[selector("v1", "ConfigMap", None)], Some("team-a"), None).unwrap();
+        let checked = check(&[selector("v1", "ConfigMap", None)], &own("team-a"), None).unwrap();
         let objects = [
             object("ConfigMap", "team-a", "settings"),
             object("ConfigMap", "team-a", "other"),
