@@ -1,9 +1,11 @@
 //! The host one RBAC verb short of deploy/rbac.yaml, on the real control plane: each missing verb is
 //! a clear failure on the parent (its `Ready` reason, a Warning Event naming the object and
-//! `forbidden`), and nothing is half-done.
+//! `forbidden`), and nothing is half-done: a created child whose fields could not move to the host's
+//! apply manager stays marked in the cache and moves on a later reconcile.
 
 mod common;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
 use kube::api::{Api, PostParams};
@@ -67,8 +69,25 @@ async fn limited_kubeconfig(
         .unwrap()
 }
 
-/// The host running as a ServiceAccount bound to the shipped ClusterRole less `verb` on `resource`,
-/// with demo-app created: its namespace, and the Warning Event that reports the failure with `reason`.
+/// The host running as a ServiceAccount bound to the shipped ClusterRole less `verb` on `resource`:
+/// the admin client, its namespace and the host.
+async fn host_one_verb_less(
+    cluster: &TestCluster,
+    test: &str,
+    resource: &str,
+    verb: &str,
+) -> (kube::Client, String, HostProcess) {
+    install_crd(cluster);
+    let namespace = cluster.namespace(test).await.unwrap();
+    let client = cluster.client().await.unwrap();
+    let role = shipped_role_without(resource, verb);
+    let kubeconfig = limited_kubeconfig(cluster, &client, &namespace, role).await;
+    let host = HostProcess::myapp(&kubeconfig, &namespace, &component("guest_myapp"), &[]);
+    (client, namespace, host)
+}
+
+/// [`host_one_verb_less`] with demo-app created: the Warning Event that reports the failure with
+/// `reason`.
 async fn one_verb_less(
     cluster: &TestCluster,
     test: &str,
@@ -76,12 +95,7 @@ async fn one_verb_less(
     verb: &str,
     reason: &str,
 ) -> (kube::Client, String, HostProcess, CoreEvent) {
-    install_crd(cluster);
-    let namespace = cluster.namespace(test).await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let role = shipped_role_without(resource, verb);
-    let kubeconfig = limited_kubeconfig(cluster, &client, &namespace, role).await;
-    let host = HostProcess::myapp(&kubeconfig, &namespace, &component("guest_myapp"), &[]);
+    let (client, namespace, host) = host_one_verb_less(cluster, test, resource, verb).await;
     create_myapp(&client, &namespace, "demo-app", json!({"replicas": 1})).await;
     let event = wait_event(&client, &namespace, None, reason).await;
     assert_eq!(event.type_.as_deref(), Some("Warning"));
@@ -92,7 +106,8 @@ async fn one_verb_less(
 async fn one_child_verb_less_is_a_clear_failure() {
     let cluster = TestCluster::shared();
     let _guard = failure_guard(cluster);
-    // Server-side apply needs `patch`.
+    // Moving a created child's fields to the host's apply manager (a JSON patch), and every apply
+    // after, need `patch`.
     let (client, namespace, _host, _) =
         one_verb_less(cluster, "no-patch", "deployments", "patch", "ApplyFailed").await;
     let status = wait_status(
@@ -113,25 +128,75 @@ async fn one_child_verb_less_is_a_clear_failure() {
 }
 
 #[tokio::test]
-async fn a_child_the_host_may_not_get_is_a_clear_failure() {
+async fn a_child_the_host_may_not_create_is_a_clear_failure() {
     let cluster = TestCluster::shared();
     let _guard = failure_guard(cluster);
-    // The ownership rule looks up a child not yet in the cache by name.
-    let (client, namespace, _host, event) =
-        one_verb_less(cluster, "no-get", "deployments", "get", "ChildLookupFailed").await;
+    // A child no cache holds is created create-only: a POST, which needs `create`.
+    let (client, namespace, _host, event) = one_verb_less(
+        cluster,
+        "no-create",
+        "deployments",
+        "create",
+        "CreateFailed",
+    )
+    .await;
     let note = event.message.unwrap_or_default();
     assert!(
-        note.contains("demo-app-deploy") && note.contains("forbidden"),
+        note.contains("Deployment/demo-app-deploy") && note.contains("forbidden"),
         "{note}"
     );
+    let status = wait_status(&client, &namespace, "demo-app", "Ready=False", |st| {
+        ready_condition(st).is_some_and(|c| c["status"] == "False")
+    })
+    .await;
+    assert_eq!(ready_condition(&status).unwrap()["reason"], "CreateFailed");
     assert!(
         deployments(&client, &namespace)
             .get_opt("demo-app-deploy")
             .await
             .unwrap()
-            .is_none(),
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_child_the_host_may_not_get_is_a_clear_failure() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    // The host reads an object of a child's name only when its create-only write found the name
+    // taken: here by a person's Deployment, outside the host's cache.
+    let (client, namespace, _host) =
+        host_one_verb_less(cluster, "no-get", "deployments", "get").await;
+    let persons: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "demo-app-deploy"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "demo-app"}},
+            "template": {"metadata": {"labels": {"app": "demo-app"}},
+                         "spec": {"containers": [{"name": "main", "image": "person/own:1"}]}},
+        },
+    }))
+    .unwrap();
+    let persons = deployments(&client, &namespace)
+        .create(&PostParams::default(), &persons)
+        .await
+        .unwrap();
+    create_myapp(&client, &namespace, "demo-app", json!({"replicas": 1})).await;
+    let event = wait_event(&client, &namespace, None, "ChildLookupFailed").await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    let note = event.message.unwrap_or_default();
+    assert!(
+        note.contains("demo-app-deploy") && note.contains("forbidden"),
+        "{note}"
+    );
+    let now = deployments(&client, &namespace)
+        .get("demo-app-deploy")
+        .await
+        .unwrap();
+    assert_eq!(
+        now.metadata.generation, persons.metadata.generation,
         "nothing is applied when the lookup fails"
     );
+    assert!(now.metadata.owner_references.is_none());
 }
 
 #[tokio::test]

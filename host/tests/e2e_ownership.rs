@@ -1,7 +1,9 @@
 //! The ownership rule on the real control plane: a guest that names an object its parent does not
 //! control changes nothing of it. A person's Deployment stays as it was and outlives the parent; the
 //! child of another parent stays with the first; adoption of uncontrolled objects is opt-in and
-//! reported; pruning deletes only what the parent controls, whatever the labels say.
+//! reported; pruning deletes only what the parent controls, whatever the labels say. A child no cache
+//! holds is created create-only: an object made after the host looked is refused, not taken over, and
+//! what the host created is its apply manager's, so a field the module drops goes.
 
 mod common;
 
@@ -13,7 +15,7 @@ use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
 use common::events::wait_event;
-use common::guests::component;
+use common::guests::{component, myapp_variant_c};
 use common::host::HostProcess;
 use common::myapp::*;
 
@@ -326,4 +328,146 @@ async fn adoption_is_opt_in_reported_and_never_of_a_controlled_object() {
         "{ready}"
     );
     assert_untouched(&client, &namespace, &controlled).await;
+}
+
+/// The takeover window, made deterministic: the host pauses (its test-only hook) after its caches
+/// showed no object of the child's name and before its write, and a person creates one then. The
+/// create-only write fails and the parent is refused as if the object had been there before; a
+/// forced apply at that point (the host before create-only writes) would have taken the first one over
+/// and tried to add a second controller to the other.
+#[tokio::test]
+async fn an_object_made_between_the_hosts_look_and_its_write_is_refused_not_taken_over() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    install_crd(cluster);
+    let namespace = cluster.namespace("window").await.unwrap();
+    let client = cluster.client().await.unwrap();
+    let pause = tempfile::tempdir().unwrap();
+    let _host = HostProcess::myapp_with_env(
+        cluster.kubeconfig_path(),
+        &namespace,
+        &component("guest_myapp"),
+        &[],
+        &[(
+            "RECONCILE_HOST_TEST_PAUSE_BEFORE_CREATE",
+            pause.path().to_str().unwrap(),
+        )],
+    );
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    let holder = configmaps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "holder"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let held_by = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "holder",
+                         "uid": holder.uid().unwrap(), "controller": true});
+    let api = deployments(&client, &namespace);
+    for (parent, owner, reason) in [
+        ("plain", None, "ChildExists"),
+        ("held", Some(held_by), "ChildOwnedByOther"),
+    ] {
+        create_myapp(&client, &namespace, parent, json!({"replicas": 1})).await;
+        let file = |suffix: &str| {
+            let name = format!("{namespace}.{parent}-deploy.{suffix}");
+            pause.path().join(name)
+        };
+        let paused = file("paused");
+        wait_for(
+            &format!("the host paused before creating {parent}-deploy"),
+            || {
+                let paused = paused.clone();
+                async move { paused.exists().then_some(()) }
+            },
+        )
+        .await;
+        let persons = api
+            .create(
+                &PostParams::default(),
+                &persons_deployment(parent, json!({}), owner),
+            )
+            .await
+            .unwrap();
+        std::fs::write(file("release"), b"").unwrap();
+
+        let ready = wait_refused(&client, &namespace, parent, reason).await;
+        let message = ready["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("Deployment/{parent}-deploy")),
+            "{message}"
+        );
+        wait_event(&client, &namespace, Some(parent), reason).await;
+        assert_untouched(&client, &namespace, &persons).await;
+    }
+}
+
+/// A child the host created create-only (a POST, whose fields the API server records under an
+/// `Update` entry) belongs to the host's apply manager: a field the module stops returning is removed
+/// by the next apply. The variant-c MyApp module labels Deployments of 3 replicas or more only.
+#[tokio::test]
+async fn a_field_the_module_drops_is_removed_from_a_child_it_created() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    install_crd(cluster);
+    let namespace = cluster.namespace("dropped").await.unwrap();
+    let client = cluster.client().await.unwrap();
+    let host = HostProcess::myapp(
+        cluster.kubeconfig_path(),
+        &namespace,
+        &myapp_variant_c(),
+        &[],
+    );
+    create_myapp(&client, &namespace, "shrinking", json!({"replicas": 3})).await;
+    let labelled = |d: &Deployment| d.labels().contains_key(VARIANT_LABEL);
+    let created = wait_deployment(
+        &client,
+        &namespace,
+        "shrinking-deploy",
+        "the variant label",
+        labelled,
+    )
+    .await;
+    wait_status(&client, &namespace, "shrinking", "shrinking Ready", |st| {
+        ready_condition(st).is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    // The reconcile that created it moved its fields to the host's apply manager before it reported
+    // Ready; the echo of that move (a child change) applied nothing again.
+    let now = deployments(&client, &namespace)
+        .get("shrinking-deploy")
+        .await
+        .unwrap();
+    let hosts: Vec<_> = now
+        .managed_fields()
+        .iter()
+        .filter(|m| m.manager.as_deref() == Some("reconcile-host"))
+        .map(|m| m.operation.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(hosts, ["Apply"], "{:?}", now.managed_fields());
+    let addr = host.metrics_addr().unwrap();
+    let metrics = common::http::get(&addr, "/metrics").unwrap().1;
+    let applies = |result: &str| {
+        common::http::sample(
+            &metrics,
+            "reconcile_host_child_applies_total",
+            &format!(r#"result="{result}""#),
+        )
+    };
+    assert_eq!(applies("fields_taken"), 1.0, "{metrics}");
+
+    patch_spec(&client, &namespace, "shrinking", json!({"replicas": 2})).await;
+    let shrunk = wait_deployment(
+        &client,
+        &namespace,
+        "shrinking-deploy",
+        "2 replicas without the variant label",
+        |d| d.spec.as_ref().and_then(|s| s.replicas) == Some(2) && !labelled(d),
+    )
+    .await;
+    assert_eq!(
+        shrunk.uid(),
+        created.uid(),
+        "the same Deployment, not a new one"
+    );
 }

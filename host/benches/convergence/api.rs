@@ -71,6 +71,17 @@ impl Requests {
             .sum()
     }
 
+    /// The requests on `resource` itself (not its subresources), all verbs: their sum and
+    /// `VERB n.nn` each.
+    pub fn on(&self, resource: &str) -> (f64, String) {
+        let prefix = format!("{resource} ");
+        let verbs: Vec<_> = (self.0.iter())
+            .filter_map(|(key, n)| Some((key.strip_prefix(&prefix)?, n)))
+            .collect();
+        let by_verb: Vec<_> = verbs.iter().map(|(v, n)| format!("{v} {n:.2}")).collect();
+        (verbs.iter().map(|(_, n)| **n).sum(), by_verb.join(", "))
+    }
+
     /// One line per resource and verb, `resource VERB n.nn`, those under 0.01 left out.
     pub fn breakdown(&self, indent: &str) -> String {
         let mut out = String::new();

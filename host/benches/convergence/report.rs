@@ -127,6 +127,12 @@ fn convergence(out: &mut String, r: &Row, python: &Converged) {
         out,
         "  (created: when the last parent was created, for the floor when its last write was done; writes: Deployment and MyApp status writes per parent; reconciles per parent, from the host's metrics)"
     );
+    let (host, host_verbs) = r.ours.requests.on("deployments");
+    let (before, before_verbs) = r.checked_floor.requests.on("deployments");
+    let _ = writeln!(
+        out,
+        "  requests on Deployments per parent (every client): reconcile-host {host:.2} ({host_verbs}): a create-only POST and the managedFields PATCH per new child; before create-only children (issue 34) a GET and an apply, as the checked floor sends them: {before:.2} ({before_verbs})"
+    );
     let (ours, floor, native) = (&r.ours, &r.floor, &r.native);
     if let Some(h) = ours.host {
         let _ = writeln!(

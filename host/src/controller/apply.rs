@@ -1,6 +1,6 @@
 //! Applying the guest's answer: the ownership rule first (`ownership`), then server-side apply of each
-//! desired child with the host's ownerReference and label, then deletion of the owned children the
-//! answer left out.
+//! desired child the parent controls and a create-only write (`create`) of each one no cache holds,
+//! with the host's ownerReference and label, then deletion of the owned children the answer left out.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -65,8 +65,11 @@ pub struct Applied {
 }
 
 impl Context {
-    /// Server-side applies every child (one field manager, forced: the host owns what the guest wants
-    /// of the objects its parent controls), after the ownership rule passed for all of them.
+    /// Writes every child, after the ownership rule passed for all of them as the caches show them:
+    /// server-side apply (one field manager, forced: the host owns what the guest wants of the
+    /// objects its parent controls) of the children the parent controls, create-only writes of those
+    /// no cache holds (`create`). The creations go first, so that one refused on a name taken
+    /// meanwhile leaves the children the parent had as they were.
     pub async fn apply_children(
         &self,
         parent: &DynamicObject,
@@ -75,51 +78,76 @@ impl Context {
     ) -> Result<Applied, ReconcileError> {
         let owner = owner_reference(parent)?;
         let parent_uid = owner["uid"].as_str().unwrap_or_default();
-        let claims = self.claim_children(parent_uid, children, observed).await?;
-        let params = PatchParams::apply(MANAGER).force();
+        let claims = self.claim_children(parent_uid, children, observed)?;
+        let mut order: Vec<_> = children.iter().zip(claims).collect();
+        order.sort_by_key(|(_, claim)| *claim != Claim::Create);
         let mut result = Applied::default();
-        for (child, claim) in children.iter().zip(claims) {
+        for (child, claim) in order {
             let object = apply_body(&owner, child);
             let id = self.child_id(child);
             let namespace = child.namespace();
             let key = AppliedChildren::key(&child.kind, namespace, &child.name);
-            let before = observed.iter().find(|o| o.is(child));
-            if self
-                .applied
-                .unchanged(&key, &object, before.map(|o| &*o.object))
-            {
+            let mut before = observed.iter().find(|o| o.is(child)).map(|o| &*o.object);
+            if let Some(before) = before {
+                self.take_pending_fields(child, before).await?;
+            }
+            if self.applied.unchanged(&key, &object, before) {
                 self.metrics.child_apply("skipped");
                 continue;
             }
-            let mut body = Cow::Borrowed(&object);
-            if let Claim::Adopt { resource_version } = &claim {
-                // A precondition: a person changing the object meanwhile makes the apply fail.
-                body.to_mut()["metadata"]["resourceVersion"] = json!(resource_version);
-            }
-            let applied = self
-                .api(&self.child_kind(child).kind, namespace)
-                .patch(&child.name, &params, &Patch::Apply(&*body))
-                .await
-                .map_err(|source| ReconcileError::Apply {
-                    child: id.clone(),
-                    source,
-                })?;
+            let (claim, applied, found) = match claim {
+                Claim::Create => {
+                    let created = self.create_child(parent_uid, child, &object).await?;
+                    (created.claim, created.object, created.found)
+                }
+                claim => {
+                    let applied = self.apply_child(child, &object, &claim).await?;
+                    (claim, applied, None)
+                }
+            };
+            before = before.or(found.as_ref());
             self.applied.record(&key, &object);
             self.metrics.child_apply("applied");
-            result.wrote |= before.is_none_or(|o| {
-                o.object.metadata.resource_version != applied.metadata.resource_version
-            });
+            result.wrote |= before
+                .is_none_or(|o| o.metadata.resource_version != applied.metadata.resource_version);
             let changes = &mut result.changes;
             match (before, claim) {
                 (_, Claim::Adopt { .. }) => changes.push(Change::Adopted(id)),
+                (_, Claim::Create) => changes.push(Change::Created(id)),
                 (None, Claim::Apply) => changes.push(Change::Created(id)),
-                (Some(o), Claim::Apply) if changed(&o.object, &applied) => {
+                (Some(o), Claim::Apply) if changed(o, &applied) => {
                     changes.push(Change::Updated(id))
                 }
                 (Some(_), Claim::Apply) => {}
             }
         }
         Ok(result)
+    }
+
+    /// Server-side applies `body` for `child` as `claim` allows: forced, and for an adoption only if
+    /// the object is still at the resourceVersion the decision saw.
+    pub(super) async fn apply_child(
+        &self,
+        child: &Child,
+        body: &Value,
+        claim: &Claim,
+    ) -> Result<DynamicObject, ReconcileError> {
+        let mut body = Cow::Borrowed(body);
+        if let Claim::Adopt { resource_version } = claim {
+            // A precondition: a person changing the object meanwhile makes the apply fail.
+            body.to_mut()["metadata"]["resourceVersion"] = json!(resource_version);
+        }
+        self.api(&self.child_kind(child).kind, child.namespace())
+            .patch(
+                &child.name,
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&*body),
+            )
+            .await
+            .map_err(|source| ReconcileError::Apply {
+                child: self.child_id(child),
+                source,
+            })
     }
 
     /// Deletes every owned child that is not among `desired` (with a UID precondition, so a child

@@ -21,6 +21,14 @@ pub enum ReconcileError {
         #[source]
         source: kube::Error,
     },
+    /// The create-only write of a child no cache held was refused (other than by `AlreadyExists`).
+    #[error("creating {child}: {source}")]
+    Create {
+        child: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// Reading the object that made a create-only write fail with `AlreadyExists`.
     #[error("looking up {child}: {source}")]
     Lookup {
         child: String,
@@ -62,6 +70,7 @@ impl ReconcileError {
             ReconcileError::Related(_) => "GuestRelatedFailed",
             ReconcileError::RelatedRefused(e) => e.reason(),
             ReconcileError::Apply { .. } => "ApplyFailed",
+            ReconcileError::Create { .. } => "CreateFailed",
             ReconcileError::Lookup { .. } => "ChildLookupFailed",
             ReconcileError::ChildOwnedByOther { .. } => "ChildOwnedByOther",
             ReconcileError::ChildExists { .. } => "ChildExists",

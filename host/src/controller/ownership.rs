@@ -6,6 +6,8 @@
 //! would then garbage-collect it. So before anything of an answer is applied, the host finds out who
 //! controls each desired child that the parent does not already own: the UID in the controller
 //! ownerReference decides, never a label (a guest can put the managed-by label on anything it names).
+//! What no cache holds is created create-only, so that an object made after the host looked is
+//! refused like one made before, never taken over.
 
 use kube::core::DynamicObject;
 
@@ -14,11 +16,15 @@ use super::error::ReconcileError;
 use super::observe::Observed;
 use crate::validate::Child;
 
-/// How a desired child may be applied, once its owner is known.
+/// How a desired child may be written, once its owner is known.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Claim {
-    /// The parent controls it, or nothing of that name exists: apply.
+    /// The parent controls it: apply (with force: the host owns what the guest wants of it).
     Apply,
+    /// The caches hold no object of that name: create it, create-only (a POST fails if something of
+    /// that name exists by then, which [`Context::claim_existing`] then decides on). Never an apply:
+    /// an object a person creates after the host looked would be taken over.
+    Create,
     /// It exists and nothing controls it, and the operator allowed adoption: apply only if it is still
     /// at this resourceVersion (a person changing it meanwhile stops the adoption).
     Adopt { resource_version: String },
@@ -27,9 +33,10 @@ pub enum Claim {
 impl Context {
     /// The claim on each of `children` (same order), or the refusal of the whole answer: a child
     /// controlled by something else (`ChildOwnedByOther`), or by nothing without `--adopt-orphans`
-    /// (`ChildExists`). Children the parent owns (`observed`) need no lookup; the others are looked up
-    /// in their kind's cache (which holds only labelled objects), then with a GET.
-    pub async fn claim_children(
+    /// (`ChildExists`). Children the parent owns (`observed`) are applied; the others are looked up in
+    /// their kind's cache (which holds only labelled objects) and, if it holds none, created
+    /// create-only: no GET, whose answer would be stale by the time of the write.
+    pub fn claim_children(
         &self,
         parent_uid: &str,
         children: &[Child],
@@ -42,24 +49,34 @@ impl Context {
                 continue;
             }
             let kind = self.child_kind(child);
-            let namespace = child.namespace();
-            let existing = match kind.cached(namespace, &child.name) {
-                Some(object) => Some(object.as_ref().clone()),
-                None => self
-                    .api(&kind.kind, namespace)
-                    .get_opt(&child.name)
-                    .await
-                    .map_err(|source| ReconcileError::Lookup {
-                        child: self.child_id(child),
-                        source,
-                    })?,
-            };
-            claims.push(match existing {
-                None => Claim::Apply,
+            claims.push(match kind.cached(child.namespace(), &child.name) {
                 Some(object) => self.claim(parent_uid, child, &object)?,
+                None => Claim::Create,
             });
         }
         Ok(claims)
+    }
+
+    /// After a create-only write of `child` found the name taken (409 `AlreadyExists`): the object
+    /// now there, and the claim on it as for a cached one (`Apply` if this parent controls it, e.g. a
+    /// child the cache has not seen yet). `None` if it is gone again.
+    pub async fn claim_existing(
+        &self,
+        parent_uid: &str,
+        child: &Child,
+    ) -> Result<Option<(Claim, DynamicObject)>, ReconcileError> {
+        let existing = self
+            .api(&self.child_kind(child).kind, child.namespace())
+            .get_opt(&child.name)
+            .await
+            .map_err(|source| ReconcileError::Lookup {
+                child: self.child_id(child),
+                source,
+            })?;
+        match existing {
+            Some(object) => Ok(Some((self.claim(parent_uid, child, &object)?, object))),
+            None => Ok(None),
+        }
     }
 
     /// The claim on an existing object of the child's kind and name.

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt, stream};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::core::{DynamicObject, TypeMeta};
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -81,11 +82,20 @@ pub fn watch_cache(
     settle(reflector::reflector(writer, watch), store, listed, index)
 }
 
-/// An object as the caches hold it: typed, and without its managedFields, which no reconcile reads
-/// and which are most of a small object's size.
+/// An object as the caches hold it: typed, and without its managedFields, which are most of a small
+/// object's size; only the host's own `Update` entry stays, without its fields, as the mark of a
+/// child whose fields still wait to move to the host's apply manager (`create::take_fields`).
 pub fn as_cached(object: &mut DynamicObject, types: &TypeMeta) {
     object.types = Some(types.clone());
-    object.metadata.managed_fields = None;
+    let entries = object.metadata.managed_fields.take().unwrap_or_default();
+    let pending: Vec<_> = (entries.into_iter())
+        .filter(super::create::is_pending)
+        .map(|entry| ManagedFieldsEntry {
+            fields_v1: None,
+            ..entry
+        })
+        .collect();
+    object.metadata.managed_fields = (!pending.is_empty()).then_some(pending);
 }
 
 /// The objects of `events` that may concern a parent, once `store` holds them: a list's objects are

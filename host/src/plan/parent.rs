@@ -3,17 +3,17 @@
 
 use std::sync::Arc;
 
-use kube::api::{Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::controller::{
-    Context, MANAGER, Observed, ReconcileError, apply_body, controlled_by, guest_part, left_out,
-    owner_reference, parent_key, status_of,
+    Claim, Context, MANAGER, Observed, ReconcileError, apply_body, controlled_by, guest_part,
+    left_out, owner_reference, parent_key, status_of,
 };
 use crate::guest::Answer;
-use crate::validate::validate_in;
+use crate::validate::{Child, validate_in};
 
 /// What applying the module's answer would do to one parent.
 #[derive(Debug, Serialize)]
@@ -170,10 +170,10 @@ async fn fill(
     let desired = validate_in(&answer, &ctx.placement(parent), &ctx.rules)?;
     let owner = owner_reference(parent)?;
     let uid = owner["uid"].as_str().unwrap_or_default();
-    ctx.claim_children(uid, &desired, observed).await?;
+    let claims = ctx.claim_children(uid, &desired, observed)?;
 
     let dry_run = PatchParams::apply(MANAGER).force().dry_run();
-    for child in &desired {
+    for (child, claim) in desired.iter().zip(claims) {
         let id = ctx.child_id(child);
         let api = ctx.api(&ctx.child_kind(child).kind, child.namespace());
         let failed = |source| ReconcileError::Apply {
@@ -186,10 +186,18 @@ async fn fill(
             false => None,
         };
         let body = apply_body(&owner, child);
-        let after = api
-            .patch(&child.name, &dry_run, &Patch::Apply(body))
-            .await
-            .map_err(failed)?;
+        let created = match claim {
+            // As the controller writes it: create-only, deciding on what a taken name holds.
+            Claim::Create => dry_run_create(ctx, &api, uid, child, &body).await?,
+            Claim::Apply | Claim::Adopt { .. } => None,
+        };
+        let after = match created {
+            Some(created) => created,
+            None => api
+                .patch(&child.name, &dry_run, &Patch::Apply(body))
+                .await
+                .map_err(failed)?,
+        };
         match before {
             None => plan.created.push(as_compared(&after)),
             Some(before) => {
@@ -215,6 +223,38 @@ async fn fill(
         plan.status = (!patch.0.is_empty()).then_some(patch);
     }
     Ok(())
+}
+
+/// The create-only write of `child` in dry-run: the object it would make, or `None` when the name is
+/// taken by an object the parent may write (the controller then applies), or the refusal it would
+/// meet (`ChildOwnedByOther`, `ChildExists`).
+async fn dry_run_create(
+    ctx: &Context,
+    api: &Api<DynamicObject>,
+    uid: &str,
+    child: &Child,
+    body: &Value,
+) -> Result<Option<DynamicObject>, ReconcileError> {
+    let failed = |source| ReconcileError::Create {
+        child: ctx.child_id(child),
+        source,
+    };
+    let object: DynamicObject =
+        serde_json::from_value(body.clone()).map_err(|e| failed(kube::Error::SerdeError(e)))?;
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    match api.create(&params, &object).await {
+        Ok(created) => Ok(Some(created)),
+        Err(kube::Error::Api(status)) if status.is_already_exists() => {
+            match ctx.claim_existing(uid, child).await? {
+                Some(_) => Ok(None),
+                None => Err(failed(kube::Error::Api(status))),
+            }
+        }
+        Err(source) => Err(failed(source)),
+    }
 }
 
 /// An object as compared: without what every write changes (resourceVersion, generation, the

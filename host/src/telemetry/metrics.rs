@@ -145,7 +145,9 @@ impl Metrics {
         self.families.status_writes.get_or_create(&labels).inc();
     }
 
-    /// Counts a desired child: `applied`, or `skipped` as an apply that would change nothing.
+    /// Counts a desired child: `applied` (a server-side apply, or a create-only write of a child no
+    /// cache held), or `skipped` as an apply that would change nothing; and `fields_taken` for each
+    /// created child whose fields moved to the host's apply manager (`controller::create`).
     pub fn child_apply(&self, result: &'static str) {
         let labels = self.labels(|controller| ResultLabels { controller, result });
         self.families.child_applies.get_or_create(&labels).inc();

@@ -57,8 +57,20 @@ impl HostProcess {
 
     /// Starts the host for MyApp parents and Deployment children in one namespace.
     pub fn myapp(kubeconfig: &Path, namespace: &str, module: &Path, extra: &[&str]) -> HostProcess {
+        HostProcess::myapp_with_env(kubeconfig, namespace, module, extra, &[])
+    }
+
+    /// Like `myapp`, with extra environment (e.g. a test-only hook).
+    pub fn myapp_with_env(
+        kubeconfig: &Path,
+        namespace: &str,
+        module: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> HostProcess {
         let source = ["--module", module.to_str().unwrap()];
-        HostProcess::for_myapps("apps/v1/Deployment", kubeconfig, namespace, &source, extra)
+        let child = "apps/v1/Deployment";
+        HostProcess::for_myapps(child, kubeconfig, namespace, &source, extra, env)
     }
 
     /// Like `myapp`, with the module from the ConfigMap `source` (`namespace/name/key`).
@@ -69,7 +81,14 @@ impl HostProcess {
         extra: &[&str],
     ) -> HostProcess {
         let source = ["--module-configmap", source];
-        HostProcess::for_myapps("apps/v1/Deployment", kubeconfig, namespace, &source, extra)
+        HostProcess::for_myapps(
+            "apps/v1/Deployment",
+            kubeconfig,
+            namespace,
+            &source,
+            extra,
+            &[],
+        )
     }
 
     /// Starts the host with the faults guest for MyApp parents (`spec.fault`) and ConfigMap children
@@ -87,7 +106,7 @@ impl HostProcess {
         extra: &[&str],
     ) -> HostProcess {
         let source = ["--module", module.to_str().unwrap()];
-        HostProcess::for_myapps("v1/ConfigMap", kubeconfig, namespace, &source, extra)
+        HostProcess::for_myapps("v1/ConfigMap", kubeconfig, namespace, &source, extra, &[])
     }
 
     fn for_myapps(
@@ -96,6 +115,7 @@ impl HostProcess {
         namespace: &str,
         source: &[&str; 2],
         extra: &[&str],
+        env: &[(&str, &str)],
     ) -> HostProcess {
         let mut args = vec![
             "--parent",
@@ -107,7 +127,7 @@ impl HostProcess {
         ];
         args.extend_from_slice(source);
         args.extend_from_slice(extra);
-        HostProcess::start(kubeconfig, &args)
+        HostProcess::start_with_env(kubeconfig, &args, env)
     }
 
     pub fn log(&self) -> String {
