@@ -53,8 +53,8 @@ impl Context {
             .into_iter()
             .map(|(key, _)| self.parent_ref(&key))
             .collect();
-        for child in &self.children {
-            let in_namespace = child.store.state().into_iter();
+        for cache in self.children.iter().flat_map(|child| child.caches()) {
+            let in_namespace = cache.store.state().into_iter();
             let in_namespace =
                 in_namespace.filter(|object| object.metadata.namespace.as_deref() == Some(name));
             for object in in_namespace {
