@@ -4,7 +4,8 @@
 //! rules, `render` and `conformance` run both without a cluster, `source` follows new versions of the
 //! module, `controller` applies the result to a cluster, `conversion` serves the parent CRD's
 //! conversion webhook with the same module, `migrate` rewrites stored objects after a storage version
-//! change, and `platform` runs many controllers declared as objects; `memory` keeps the allocator from holding
+//! change, and `platform` runs many controllers declared as objects; `identity` names the reconciler
+//! that made each child; `memory` keeps the allocator from holding
 //! what the host freed.
 
 pub mod cli;
@@ -12,6 +13,7 @@ pub mod conformance;
 pub mod controller;
 pub mod conversion;
 pub mod guest;
+pub mod identity;
 pub mod kind;
 pub mod memory;
 pub mod migrate;

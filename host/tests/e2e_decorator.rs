@@ -4,7 +4,9 @@
 //! `--child-namespace-selector`).
 //!
 //! Each test selects on a `team` value of its own: the host watches every Namespace of the shared
-//! cluster, and takes only the ones its selector matches.
+//! cluster, and takes only the ones its selector matches. Two hosts decorating Namespaces for two
+//! teams, and children from before children named their reconciler, show that each host acts only on
+//! its own children.
 
 mod common;
 
@@ -12,11 +14,15 @@ use k8s_openapi::api::core::v1::ResourceQuota;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
+use reconcile_host::identity::Identity;
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::decorator::{label, namespaces, quota_owner, wait_children_gone};
-use common::events::wait_event;
+use common::decorator::{
+    assert_children_stay, children, label, legacy_quota, namespaces, quota_owner,
+    wait_children_gone, wait_named_children,
+};
+use common::events::{events_now, wait_event};
 use common::guests::{component, repo_root};
 use common::host::HostProcess;
 use common::http;
@@ -274,5 +280,125 @@ async fn a_cluster_scoped_parent_has_children_only_where_allowed_and_hears_when_
         api.delete(&name, &DeleteParams::background())
             .await
             .unwrap();
+    }
+}
+
+/// The name a `run` decorator of Namespaces selecting `team=<team>` gives its children by default.
+fn default_name(team: &str) -> String {
+    let selector = format!("team={team}").parse().unwrap();
+    Identity::run_default(&"v1/Namespace".parse().unwrap(), Some(&selector))
+}
+
+/// Two hosts decorating Namespaces, one for `team=a`, one for `team=b`: before children named their
+/// reconciler, each saw the other's children, found their parents unselected, and released them (a
+/// finalize call, then a delete) while the other re-created them, about every 10 ms.
+#[tokio::test]
+async fn two_decorators_with_disjoint_selectors_keep_each_others_children_for_a_minute() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let client = cluster.client().await.unwrap();
+    let api = namespaces(&client);
+    let a = cluster.namespace("deco-two-a").await.unwrap();
+    let b = cluster.namespace("deco-two-b").await.unwrap();
+    for team in [&a, &b] {
+        label(&api, team, json!({"labels": {"team": team}})).await;
+    }
+    let _host_a = start_host(cluster, "v1/Namespace", &a, &[]);
+    let _host_b = start_host(cluster, "v1/Namespace", &b, &[]);
+
+    let (name_a, name_b) = (default_name(&a), default_name(&b));
+    assert_ne!(name_a, name_b);
+    let children_a = wait_named_children(&client, &a, &name_a).await;
+    let children_b = wait_named_children(&client, &b, &name_b).await;
+    assert_children_stay(&client, &[&a, &b], 60).await;
+    assert_eq!(children(&client, &a).await, children_a);
+    assert_eq!(children(&client, &b).await, children_b);
+    for namespace in [&a, &b] {
+        let released = events_now(&client, "default", namespace, "Released").await;
+        assert!(
+            released.is_empty(),
+            "{namespace} was released: {released:?}"
+        );
+    }
+}
+
+/// Children made before children named their reconciler carry the managed-by label only: the host
+/// whose selector takes their parent names them on its next reconcile (the same objects, not new
+/// ones) and prunes those its module left out; a host that does not select their parent never
+/// releases them.
+#[tokio::test]
+async fn a_child_from_before_names_is_taken_by_the_decorator_selecting_its_parent_only() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let client = cluster.client().await.unwrap();
+    let api = namespaces(&client);
+    let a = cluster.namespace("deco-legacy-a").await.unwrap();
+    let b = cluster.namespace("deco-legacy-b").await.unwrap();
+    let mut legacy = Vec::new();
+    for team in [&a, &b] {
+        label(&api, team, json!({"labels": {"team": team}})).await;
+        let quota = legacy_quota(&client, team, "team-quota").await;
+        let stale = legacy_quota(&client, team, "stale-quota").await;
+        legacy.push((quota, stale));
+    }
+    let quotas =
+        |namespace: &str| -> Api<ResourceQuota> { Api::namespaced(client.clone(), namespace) };
+
+    // The host for team a alone: it names a's quota (same UID), prunes a's stale one...
+    let _host_a = start_host(cluster, "v1/Namespace", &a, &[]);
+    let named = wait_named_children(&client, &a, &default_name(&a)).await;
+    assert_eq!(
+        named["ResourceQuota/team-quota"].0,
+        legacy[0].0.metadata.uid.clone().unwrap()
+    );
+    wait_for("a's stale quota pruned", || async {
+        quotas(&a)
+            .get_opt("stale-quota")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    wait_event(&client, "default", Some(&a), "Deleted").await;
+    // ... and leaves b's alone, though its parent, which it does not select, controls them. The old
+    // host released them at its first reconcile of b, in the first second after its caches listed.
+    tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+    for before in [&legacy[1].0, &legacy[1].1] {
+        let name = before.metadata.name.as_deref().unwrap();
+        let now = quotas(&b).get(name).await.unwrap();
+        assert_eq!(
+            now.metadata.resource_version, before.metadata.resource_version,
+            "the host for team a touched {name} in {b}"
+        );
+    }
+    assert!(
+        events_now(&client, "default", &b, "Released")
+            .await
+            .is_empty()
+    );
+
+    // The host for team b takes b's.
+    let _host_b = start_host(cluster, "v1/Namespace", &b, &[]);
+    let named = wait_named_children(&client, &b, &default_name(&b)).await;
+    assert_eq!(
+        named["ResourceQuota/team-quota"].0,
+        legacy[1].0.metadata.uid.clone().unwrap()
+    );
+    wait_for("b's stale quota pruned", || async {
+        quotas(&b)
+            .get_opt("stale-quota")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    for namespace in [&a, &b] {
+        assert!(
+            events_now(&client, "default", namespace, "Released")
+                .await
+                .is_empty()
+        );
     }
 }

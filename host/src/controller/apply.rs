@@ -1,6 +1,7 @@
 //! Applying the guest's answer: the ownership rule first (`ownership`), then server-side apply of each
 //! desired child the parent controls and a create-only write (`create`) of each one no cache holds,
-//! with the host's ownerReference and label, then deletion of the owned children the answer left out.
+//! with the host's ownerReference and labels (its reconciler's identity among them), then deletion of
+//! the owned children the answer left out.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,7 +15,9 @@ use super::context::Context;
 use super::error::{ReconcileError, name_of};
 use super::observe::{Observed, left_out};
 use super::ownership::Claim;
-use super::{MANAGED_BY_LABEL, MANAGER};
+use crate::identity::{
+    Identity, MANAGED_BY_LABEL, MANAGER, RECONCILER_ANNOTATION, RECONCILER_LABEL,
+};
 use crate::validate::Child;
 
 /// What a reconcile changed, for the parent's Events.
@@ -83,7 +86,7 @@ impl Context {
         order.sort_by_key(|(_, claim)| *claim != Claim::Create);
         let mut result = Applied::default();
         for (child, claim) in order {
-            let object = apply_body(&owner, child);
+            let object = apply_body(&owner, child, &self.identity);
             let id = self.child_id(child);
             let namespace = child.namespace();
             let key = AppliedChildren::key(&child.kind, namespace, &child.name);
@@ -192,9 +195,10 @@ impl Context {
     }
 }
 
-/// What the host applies for `child`: the guest's object with the parent as controller and the
-/// managed-by label (which only scopes the caches; it grants nothing).
-pub fn apply_body(owner: &Value, child: &Child) -> Value {
+/// What the host applies for `child`: the guest's object with the parent as controller, the
+/// managed-by label and the label naming its reconciler `identity` (labels only scope the caches;
+/// they grant nothing), and the reconciler's full name where the label had to shorten it.
+pub fn apply_body(owner: &Value, child: &Child, identity: &Identity) -> Value {
     let mut object = child.object.clone();
     let metadata = &mut object["metadata"];
     metadata["ownerReferences"] = json!([owner]);
@@ -202,6 +206,13 @@ pub fn apply_body(owner: &Value, child: &Child) -> Value {
         metadata["labels"] = json!({});
     }
     metadata["labels"][MANAGED_BY_LABEL] = json!(MANAGER);
+    metadata["labels"][RECONCILER_LABEL] = json!(identity.label());
+    if identity.shortened() {
+        if !metadata["annotations"].is_object() {
+            metadata["annotations"] = json!({});
+        }
+        metadata["annotations"][RECONCILER_ANNOTATION] = json!(identity.name());
+    }
     object
 }
 
@@ -229,4 +240,43 @@ pub fn owner_reference(parent: &DynamicObject) -> Result<Value, ReconcileError> 
         "controller": true,
         "blockOwnerDeletion": true,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child(labels: Value) -> Child {
+        Child {
+            kind: "v1/ConfigMap".parse().unwrap(),
+            name: "c".into(),
+            object: json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "c", "namespace": "ns", "labels": labels}}),
+        }
+    }
+
+    #[test]
+    fn every_child_names_its_reconciler_whatever_the_guest_wrote() {
+        let owner = json!({"uid": "u"});
+        let forged = child(json!({RECONCILER_LABEL: "c.another", "app": "x"}));
+        let body = apply_body(&owner, &forged, &Identity::cluster_reconciler("mine"));
+        let labels = &body["metadata"]["labels"];
+        assert_eq!(labels[RECONCILER_LABEL], "c.mine");
+        assert_eq!(labels[MANAGED_BY_LABEL], MANAGER);
+        assert_eq!(labels["app"], "x");
+        assert!(body["metadata"].get("annotations").is_none());
+    }
+
+    #[test]
+    fn a_shortened_identity_is_written_in_full_as_an_annotation() {
+        let identity = Identity::reconciler("team-a", &"long-name.".repeat(20));
+        assert!(identity.shortened());
+        let body = apply_body(&json!({"uid": "u"}), &child(json!(null)), &identity);
+        let metadata = &body["metadata"];
+        assert_eq!(metadata["labels"][RECONCILER_LABEL], identity.label());
+        assert_eq!(
+            metadata["annotations"][RECONCILER_ANNOTATION],
+            identity.name()
+        );
+    }
 }

@@ -24,6 +24,7 @@ use super::shadow::Shadow;
 use super::written_status::WrittenStatuses;
 use super::{MANAGER, Settings};
 use crate::guest::Module;
+use crate::identity::Identity;
 use crate::kind::Gvk;
 use crate::telemetry::{Metrics, Recorder};
 use crate::validate::{Placement, Rules};
@@ -53,19 +54,66 @@ impl ResolvedKind {
     }
 }
 
-/// An allow-listed child kind and the cache of its objects that the host manages.
+/// An allow-listed child kind and the caches of its objects that the host manages.
 pub struct ChildKind {
     pub kind: ResolvedKind,
+    /// The objects that carry this reconciler's identity: the only ones it may release.
+    pub own: ChildCache,
+    /// The objects made before children named their reconciler (the managed-by label only). A
+    /// reconcile of a parent this reconciler selects observes those its parent controls, so that
+    /// its apply names them (they then move to `own`) and its prune may delete them; a parent it
+    /// does not select never has them released (`observe`).
+    pub legacy: ChildCache,
+}
+
+/// One watch's cache of a child kind, and which parent controls what it holds.
+pub struct ChildCache {
     pub store: Store<DynamicObject>,
     /// Which of the cached objects each parent controls; the child watch keeps it.
     pub owned: Arc<OwnerIndex>,
 }
 
-impl ChildKind {
-    /// The cached object of this kind named `name` in `namespace`.
-    pub fn cached(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
-        let key = ObjectRef::new_with(name, self.kind.resource.clone()).within(namespace);
+impl ChildCache {
+    fn new(writer: &Writer<DynamicObject>) -> ChildCache {
+        ChildCache {
+            store: writer.as_reader(),
+            owned: Arc::default(),
+        }
+    }
+
+    /// The cached object of `kind` named `name` in `namespace`.
+    pub fn get(
+        &self,
+        kind: &ResolvedKind,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        let key = ObjectRef::new_with(name, kind.resource.clone()).within(namespace);
         self.store.get(&key)
+    }
+}
+
+impl ChildKind {
+    /// The cached object of this kind named `name` in `namespace`, its own or a legacy one.
+    pub fn cached(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
+        (self.own.get(&self.kind, namespace, name))
+            .or_else(|| self.legacy.get(&self.kind, namespace, name))
+    }
+
+    /// Each of its caches with the writer that fills it: its own, then the legacy one.
+    pub fn new(kind: ResolvedKind) -> (ChildKind, [Writer<DynamicObject>; 2]) {
+        let writers = [(); 2].map(|()| Writer::new(kind.resource.clone()));
+        let child = ChildKind {
+            kind,
+            own: ChildCache::new(&writers[0]),
+            legacy: ChildCache::new(&writers[1]),
+        };
+        (child, writers)
+    }
+
+    /// Both caches, own first.
+    pub fn caches(&self) -> [&ChildCache; 2] {
+        [&self.own, &self.legacy]
     }
 }
 
@@ -111,12 +159,15 @@ pub struct Context {
     pub adopt_orphans: bool,
     /// Which parents it takes and where their children may live.
     pub selection: Selection,
+    /// What its children carry, and so what its caches hold.
+    pub identity: Identity,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
-    /// The cache writers, handed once to the watchers that fill `parents` and `children[i].store`.
+    /// The cache writers, handed once to the watchers that fill `parents` and the children's caches
+    /// (`children[i].own`, `children[i].legacy`).
     parent_writer: std::sync::Mutex<Option<Writer<DynamicObject>>>,
     namespace_writer: std::sync::Mutex<Option<Writer<DynamicObject>>>,
-    writers: std::sync::Mutex<Vec<Writer<DynamicObject>>>,
+    writers: std::sync::Mutex<Vec<[Writer<DynamicObject>; 2]>>,
 }
 
 impl Context {
@@ -157,14 +208,9 @@ impl Context {
         let mut children = Vec::new();
         let mut writers = Vec::new();
         for gvk in &settings.children {
-            let kind = resolve_namespaced(&client, gvk).await?;
-            let writer = Writer::new(kind.resource.clone());
-            children.push(ChildKind {
-                kind,
-                store: writer.as_reader(),
-                owned: Arc::default(),
-            });
-            writers.push(writer);
+            let (child, child_writers) = ChildKind::new(resolve_namespaced(&client, gvk).await?);
+            children.push(child);
+            writers.push(child_writers);
         }
         let related = Related::discover(&client, &settings.related).await?;
         let namespace_writer = Writer::new(ApiResource::erase::<Namespace>(&()));
@@ -194,6 +240,7 @@ impl Context {
             resync_period: settings.resync_period,
             adopt_orphans: settings.adopt_orphans,
             selection: settings.selection.clone(),
+            identity: settings.identity.clone(),
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),
@@ -236,8 +283,8 @@ impl Context {
         self.selection.placement(parent, &self.namespaces.state())
     }
 
-    /// Each child kind with the writer of its cache (once; later calls get nothing).
-    pub fn child_writers(&self) -> Vec<(&ChildKind, Writer<DynamicObject>)> {
+    /// Each child kind with the writers of its caches, own then legacy (once; later calls get nothing).
+    pub fn child_writers(&self) -> Vec<(&ChildKind, [Writer<DynamicObject>; 2])> {
         let writers = std::mem::take(&mut *self.writers.lock().expect("writers lock poisoned"));
         self.children.iter().zip(writers).collect()
     }

@@ -1,6 +1,7 @@
-//! The watches and the kube-runtime `Controller` of one reconciler: the parent cache, one cache per
-//! child kind (only children carrying the managed-by label), and the loop that runs `reconcile` on
-//! every parent they trigger, until `shutdown` resolves.
+//! The watches and the kube-runtime `Controller` of one reconciler: the parent cache, two caches per
+//! child kind (the children carrying its identity, and those from before children named their
+//! reconciler), and the loop that runs `reconcile` on every parent they trigger, until `shutdown`
+//! resolves.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,8 +15,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 
 use super::context::{Context, ResolvedKind};
+use super::reconcile;
 use super::sync::{Listed, watch_cache};
-use super::{MANAGED_BY_LABEL, MANAGER, reconcile};
+use crate::identity::Identity;
 
 /// Runs the controller of `ctx` until `shutdown`; `synced` is called once every cache has listed.
 /// `reconcile_all` re-runs every parent (a hot swap sends on it, and so does the resync period).
@@ -33,15 +35,20 @@ pub async fn drive(
         .parent_writer()
         .expect("a context is driven once: its parent cache writer is taken");
     let parent_reader = parent_writer.as_reader();
-    let selector = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
+    // Two watches per child kind, filtered by the API server: the children that carry this
+    // reconciler's identity, and the legacy ones that carry no reconciler's (see `observe`).
+    let selectors = [ctx.identity.own_children(), Identity::unnamed_children()];
     let mut children_listed = Vec::new();
     let mut child_streams = Vec::new();
-    for (child, writer) in ctx.child_writers() {
-        let listed = Listed::new();
-        children_listed.push(listed.clone());
-        let index = Some(child.owned.clone());
-        let stream = watch_cache(&ctx, &child.kind, writer, selector.clone(), listed, index);
-        child_streams.push((stream, child.kind.resource.clone()));
+    for (child, writers) in ctx.child_writers() {
+        for ((writer, cache), selector) in writers.into_iter().zip(child.caches()).zip(&selectors) {
+            let listed = Listed::new();
+            children_listed.push(listed.clone());
+            let index = Some(cache.owned.clone());
+            let config = watcher::Config::default().labels(selector);
+            let stream = watch_cache(&ctx, &child.kind, writer, config, listed, index);
+            child_streams.push((stream, child.kind.resource.clone()));
+        }
     }
     // The related caches gate the parent watch like the child caches: a reconcile never reads one
     // before its first list.

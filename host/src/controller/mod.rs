@@ -35,12 +35,13 @@ use kube::Client;
 
 use crate::cli::RuntimeArgs;
 use crate::guest::Runtime;
+use crate::identity::{Identity, LEASE_PREFIX, parse_run_name};
 use crate::kind::Gvk;
 use crate::source::oci::{CredentialsArgs, OciArgs};
 use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
 use crate::telemetry::{Health, Metrics, serve};
 pub use apply::{apply_body, owner_reference};
-pub use context::{Context, DiscoveryError, ResolvedKind};
+pub use context::{ChildCache, ChildKind, Context, DiscoveryError, ResolvedKind};
 pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
 pub use health::{HealthReport, ModuleProblem, ReconcilerHealth};
@@ -50,10 +51,7 @@ pub use selection::{Selection, SelectionArgs, SelectionError, parent_key};
 pub use status::{HOST_STATUS_KEYS, READY, guest_part, status_of};
 pub use sync::as_cached;
 
-/// The field manager of every apply, and the value of the managed-by label on children.
-pub const MANAGER: &str = "reconcile-host";
-/// Label the host puts on every child; the child watches select on it so the caches hold only ours.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub use crate::identity::{MANAGED_BY_LABEL, MANAGER};
 
 #[derive(Debug, Args)]
 #[group(id = "module-source", required = true, multiple = false)]
@@ -105,12 +103,14 @@ pub struct RunArgs {
     /// Namespace of the Lease (default: POD_NAMESPACE, else `default`).
     #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_NAMESPACE")]
     pub leader_election_namespace: Option<String>,
-    /// Name of the Lease (default: reconcile-host-<parent kind>).
+    /// Name of the Lease (default: reconcile-host-<name>, see `--name`).
     #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_ID")]
     pub leader_election_id: Option<String>,
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
+    #[command(flatten)]
+    pub name: NameArgs,
     /// A candidate module (a .wasm file or an `oci://` reference) called beside the active one on
     /// every reconcile and never applied; where it answers differently, the parent gets a
     /// `ShadowDiffers` Event. Watched and hot-swapped like `--module`.
@@ -154,6 +154,29 @@ pub struct Settings {
     pub adopt_orphans: bool,
     /// Which parents it takes (decorators) and where their children may live (cluster-scoped parents).
     pub selection: Selection,
+    /// Whose children are its own: they carry this identity, and its caches hold only those.
+    pub identity: Identity,
+}
+
+/// The name of a `run` reconciler, shared by `run` and `plan` (which must plan as the host acts).
+#[derive(Clone, Debug, Args)]
+pub struct NameArgs {
+    /// This reconciler's name: each child carries it (label `reconcile-host.dev/reconciler`), and the
+    /// host watches, prunes and releases only children that carry it, so that two hosts of one parent
+    /// kind (two decorators with different selectors) never act on each other's children. Default:
+    /// the parent kind, lowercased, and with `--parent-selector` a hash of the selector
+    /// (`namespace-1a2b3c4d`). The default Lease is `reconcile-host-<name>`.
+    #[arg(long = "name", env = "RECONCILE_HOST_NAME", value_parser = parse_run_name)]
+    pub name: Option<String>,
+}
+
+impl NameArgs {
+    /// The identity of a `run` reconciler of `parent` that takes the parents `selection` selects.
+    pub fn identity(&self, parent: &Gvk, selection: &Selection) -> Identity {
+        let selector = selection.parent_selector.as_ref();
+        let name = (self.name.clone()).unwrap_or_else(|| Identity::run_default(parent, selector));
+        Identity::new(name)
+    }
 }
 
 /// What the host's operator decides for every reconciler, shared by `run` and `serve`.
@@ -190,7 +213,9 @@ pub(crate) fn parse_period(text: &str) -> Result<Duration, String> {
 
 impl RunArgs {
     pub fn settings(&self) -> Settings {
+        let selection = (&self.selection).into();
         Settings {
+            identity: self.name.identity(&self.parent, &selection),
             parent: self.parent.clone(),
             children: self.children.clone(),
             related: self.related.clone(),
@@ -199,8 +224,15 @@ impl RunArgs {
             concurrency: self.concurrency,
             resync_period: self.policy.period(),
             adopt_orphans: self.policy.adopt_orphans,
-            selection: (&self.selection).into(),
+            selection,
         }
+    }
+
+    /// The Lease of the leader election: `--leader-election-id`, else named after the reconciler, so
+    /// that two hosts of one kind with different names (decorators) do not contend for one Lease.
+    fn lease(&self, identity: &Identity) -> String {
+        (self.leader_election_id.clone())
+            .unwrap_or_else(|| format!("{LEASE_PREFIX}{}", identity.name()))
     }
 }
 
@@ -288,15 +320,12 @@ async fn run_async(args: RunArgs) -> anyhow::Result<()> {
             .leader_election_namespace
             .clone()
             .unwrap_or_else(leader::namespace),
-        lease: args
-            .leader_election_id
-            .clone()
-            .unwrap_or_else(|| format!("reconcile-host-{}", args.parent.kind.to_lowercase())),
+        lease: args.lease(&settings.identity),
         identity: leader::identity(),
     });
     leader::lead(election, client, &metrics).await?;
 
-    tracing::info!(parent = %settings.parent, children = ?settings.children.iter().map(Gvk::to_string).collect::<Vec<_>>(), "controller starting");
+    tracing::info!(parent = %settings.parent, reconciler = %settings.identity, children = ?settings.children.iter().map(Gvk::to_string).collect::<Vec<_>>(), "controller starting");
     drive(
         ctx,
         reconcile_all_rx,
@@ -334,6 +363,55 @@ mod tests {
             Command::Run(args) => Ok(args.settings()),
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_name_defaults_to_the_kind_and_the_selector_and_names_the_lease() {
+        let parse = |extra: &[&str]| {
+            let base = [
+                "reconcile-host",
+                "run",
+                "--parent",
+                "v1/Namespace",
+                "--child",
+            ];
+            let base = base
+                .into_iter()
+                .chain(["v1/ResourceQuota", "--module", "m.wasm"]);
+            match Cli::try_parse_from(base.chain(extra.iter().copied()))
+                .unwrap()
+                .command
+            {
+                Command::Run(args) => {
+                    let identity = args.settings().identity;
+                    let lease = args.lease(&identity);
+                    (identity.label().to_string(), lease)
+                }
+                other => panic!("parsed as {other:?}"),
+            }
+        };
+        // Without a selector, the Lease is the one hosts had before names.
+        let plain = parse(&[]);
+        assert_eq!(
+            plain,
+            ("namespace".into(), "reconcile-host-namespace".into())
+        );
+        let (a, lease_a) = parse(&["--parent-selector", "team=a"]);
+        let (b, lease_b) = parse(&["--parent-selector", "team=b"]);
+        assert_ne!(a, b);
+        assert_ne!(lease_a, lease_b);
+        assert_eq!(lease_a, format!("reconcile-host-{a}"));
+        let named = parse(&["--parent-selector", "team=a", "--name", "team-a-quotas"]);
+        assert_eq!(
+            named,
+            (
+                "team-a-quotas".into(),
+                "reconcile-host-team-a-quotas".into()
+            )
+        );
+        let chosen = parse(&["--name", "x", "--leader-election-id", "mine"]);
+        assert_eq!(chosen.1, "mine");
+        assert!(run_with(&["--name", "Team_A"]).is_err());
     }
 
     #[test]

@@ -55,8 +55,8 @@ impl Context {
             .map(|(key, _)| self.parent_ref(&key))
             .collect();
         parents.extend(self.parents_reading_in(name));
-        for child in &self.children {
-            let in_namespace = child.store.state().into_iter();
+        for cache in self.children.iter().flat_map(|child| child.caches()) {
+            let in_namespace = cache.store.state().into_iter();
             let in_namespace =
                 in_namespace.filter(|object| object.metadata.namespace.as_deref() == Some(name));
             for object in in_namespace {

@@ -1,7 +1,7 @@
 //! A decorated parent that stops matching `--parent-selector` (its label removed): the guest gets a
-//! finalize call (`finalizing: true`), then the host deletes every child the parent controls and its
-//! finalizer, as Metacontroller's DecoratorController does. Garbage collection cannot do this: the
-//! parent still exists.
+//! finalize call (`finalizing: true`), then the host deletes every child the parent controls that
+//! carries this reconciler's identity, and its finalizer, as Metacontroller's DecoratorController
+//! does. Garbage collection cannot do this: the parent still exists.
 //!
 //! A parent that matches nothing and controls nothing costs no guest call and no write, so the parents
 //! a decorator does not take (most Namespaces of a cluster) stay cheap.
@@ -28,7 +28,9 @@ impl Context {
         key: &str,
     ) -> Result<Action, ReconcileError> {
         let uid = uid_of(parent)?;
-        let observed = self.observe(parent.metadata.namespace.as_deref(), uid);
+        // Only children that carry this reconciler's identity: a legacy child of a parent it does
+        // not select may belong to another reconciler of the kind, which selects that parent.
+        let observed = self.observe_own(parent.metadata.namespace.as_deref(), uid);
         let finalizer = self
             .finalizer
             .as_deref()

@@ -15,20 +15,19 @@ mod report;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
 use kube::Client;
 use kube::api::ListParams;
 use kube::core::DynamicObject;
+use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
 use crate::cli::{OutputFormat, RuntimeArgs};
-use crate::controller::{
-    Context, MANAGED_BY_LABEL, MANAGER, ResolvedKind, SelectionArgs, Settings, as_cached,
-};
+use crate::controller::{Context, NameArgs, ResolvedKind, SelectionArgs, Settings, as_cached};
 use crate::guest::{Module, Runtime};
+use crate::identity::Identity;
 use crate::kind::Gvk;
 use crate::platform::spec::{Key, NamespacedName};
 use crate::telemetry::Metrics;
@@ -92,6 +91,9 @@ pub struct PlanArgs {
     /// the host runs it.
     #[command(flatten)]
     pub selection: SelectionArgs,
+    /// The reconciler's name, as the host runs it: the plan sees the children that carry it.
+    #[command(flatten)]
+    pub name: NameArgs,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
@@ -112,8 +114,11 @@ impl PlanArgs {
 
     /// The settings the flags describe (without `--reconciler`; clap requires `--parent` then).
     fn settings(&self) -> Settings {
+        let parent = self.parent.clone().expect("clap requires --parent");
+        let selection = (&self.selection).into();
         Settings {
-            parent: self.parent.clone().expect("clap requires --parent"),
+            identity: self.name.identity(&parent, &selection),
+            parent,
             children: self.children.clone(),
             related: self.related.clone(),
             namespace: self.namespace.clone(),
@@ -121,7 +126,7 @@ impl PlanArgs {
             concurrency: 1,
             resync_period: None,
             adopt_orphans: self.adopt_orphans,
-            selection: (&self.selection).into(),
+            selection,
         }
     }
 }
@@ -147,8 +152,8 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
         }
     };
     let module = Module::load_file(&runtime, &args.module)?;
-    // The controller's context, never started: its child caches stay empty, so every lookup is a GET;
-    // its related and Namespace caches are listed once (`fill_caches`).
+    // The controller's context, never started: its child, related and Namespace caches are listed once
+    // (`fill_caches`).
     let ctx = Context::discover(
         client.clone(),
         client,
@@ -167,16 +172,13 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
     for parent in &mut parents {
         parent.types = Some(ctx.parent.type_meta());
     }
-    let children = list_children(&ctx)
-        .await
-        .with_context(|| listing("the children"))?;
     fill_caches(&ctx)
         .await
-        .with_context(|| listing("the related objects and Namespaces"))?;
+        .with_context(|| listing("the children, related objects and Namespaces"))?;
 
     let mut plans = Vec::with_capacity(parents.len());
     for parent in parents {
-        plans.extend(parent::plan_parent(&ctx, &parent, &children).await);
+        plans.extend(parent::plan_parent(&ctx, &parent).await);
     }
     let summary = report::write(&plans, args.output, out)?;
     eprintln!("{summary}");
@@ -189,9 +191,10 @@ async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<Exi
     })
 }
 
-/// Lists each related kind, and the Namespaces for `--child-namespace-selector`, into its cache, once:
-/// the module's selections and the children's placement then read them as the host reads its
-/// watched caches.
+/// Lists each related kind, the Namespaces for `--child-namespace-selector`, and each child kind
+/// with the selectors of the controller's two child watches (the children carrying the reconciler's
+/// identity, then the legacy ones), into their caches, once: the module's selections, the children's
+/// placement and what each parent observes then read them as the host reads its watched caches.
 async fn fill_caches(ctx: &Context) -> kube::Result<()> {
     let namespaces = ctx
         .namespace_writer()
@@ -200,32 +203,38 @@ async fn fill_caches(ctx: &Context) -> kube::Result<()> {
     let related = related
         .into_iter()
         .map(|(kind, cache)| (kind.clone(), cache));
-    for (kind, mut cache) in related.chain(namespaces) {
-        let items = ctx.api_all(&kind).list(&ListParams::default()).await?.items;
-        cache.apply_watcher_event(&watcher::Event::Init);
-        let types = kind.type_meta();
-        for mut object in items {
-            as_cached(&mut object, &types);
-            cache.apply_watcher_event(&watcher::Event::InitApply(object));
+    for (kind, cache) in related.chain(namespaces) {
+        fill_cache(ctx, &kind, cache, &ListParams::default()).await?;
+    }
+    let selectors = [ctx.identity.own_children(), Identity::unnamed_children()];
+    for (child, writers) in ctx.child_writers() {
+        for ((writer, cache), selector) in writers.into_iter().zip(child.caches()).zip(&selectors) {
+            let params = ListParams::default().labels(selector);
+            fill_cache(ctx, &child.kind, writer, &params).await?;
+            cache
+                .owned
+                .rebuild(cache.store.state().iter().map(|object| object.as_ref()));
         }
-        cache.apply_watcher_event(&watcher::Event::InitDone);
     }
     Ok(())
 }
 
-/// Every object of each child kind that carries the host's label, as the controller's caches hold them.
-async fn list_children(ctx: &Context) -> kube::Result<Vec<Vec<Arc<DynamicObject>>>> {
-    let selector = ListParams::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGER}"));
-    let mut all = Vec::new();
-    for child in &ctx.children {
-        let items = ctx.api_all(&child.kind).list(&selector).await?.items;
-        let typed = items.into_iter().map(|mut object| {
-            object.types = Some(child.kind.type_meta());
-            Arc::new(object)
-        });
-        all.push(typed.collect());
+/// Lists `kind` with `params` into `cache`.
+async fn fill_cache(
+    ctx: &Context,
+    kind: &ResolvedKind,
+    mut cache: Writer<DynamicObject>,
+    params: &ListParams,
+) -> kube::Result<()> {
+    let items = ctx.api_all(kind).list(params).await?.items;
+    cache.apply_watcher_event(&watcher::Event::Init);
+    let types = kind.type_meta();
+    for mut object in items {
+        as_cached(&mut object, &types);
+        cache.apply_watcher_event(&watcher::Event::InitApply(object));
     }
-    Ok(all)
+    cache.apply_watcher_event(&watcher::Event::InitDone);
+    Ok(())
 }
 
 #[cfg(test)]

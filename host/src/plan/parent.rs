@@ -76,14 +76,10 @@ impl ParentPlan {
     }
 }
 
-/// Plans `parent`; `children[i]` holds the labelled objects of the context's child kind `i`. `None`
-/// for a parent the host would not touch: one that `--parent-selector` does not take and that
-/// controls nothing.
-pub async fn plan_parent(
-    ctx: &Context,
-    parent: &DynamicObject,
-    children: &[Vec<Arc<DynamicObject>>],
-) -> Option<ParentPlan> {
+/// Plans `parent` on the context's caches, filled as the controller's (`fill_caches`). `None` for a
+/// parent the host would not touch: one that `--parent-selector` does not take and that controls
+/// nothing carrying the reconciler's identity.
+pub async fn plan_parent(ctx: &Context, parent: &DynamicObject) -> Option<ParentPlan> {
     let namespace = parent.metadata.namespace.as_deref();
     let mut plan = ParentPlan::new(parent_key(parent));
     if parent.metadata.deletion_timestamp.is_some() {
@@ -91,21 +87,14 @@ pub async fn plan_parent(
         return Some(plan);
     }
     let uid = parent.metadata.uid.clone().unwrap_or_default();
-    let observed: Vec<Observed<'_>> = ctx
-        .children
-        .iter()
-        .zip(children)
-        .flat_map(|(kind, objects)| {
-            objects
-                .iter()
-                .filter(|o| controlled_by(o, namespace, &uid))
-                .map(|object| Observed {
-                    kind: &kind.kind,
-                    object: object.clone(),
-                })
-        })
-        .collect();
-    let planned = match ctx.selection.selects(parent) {
+    let selects = ctx.selection.selects(parent);
+    // What the controller observes: its own and the legacy children of a parent it selects, only
+    // its own of one it releases.
+    let observed = match selects {
+        true => ctx.observe(namespace, &uid),
+        false => ctx.observe_own(namespace, &uid),
+    };
+    let planned = match selects {
         true => fill(&mut plan, ctx, parent, &observed).await,
         false if observed.is_empty() => return None,
         false => release(&mut plan, ctx, parent, &observed).await,
@@ -185,7 +174,7 @@ async fn fill(
             true => api.get_opt(&child.name).await.map_err(failed)?,
             false => None,
         };
-        let body = apply_body(&owner, child);
+        let body = apply_body(&owner, child, &ctx.identity);
         let created = match claim {
             // As the controller writes it: create-only, deciding on what a taken name holds.
             Claim::Create => dry_run_create(ctx, &api, uid, child, &body).await?,

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::module_ref::{MODULE_FIELDS, ModuleRef, ModuleSpec, SHADOW_FIELDS};
 use crate::controller::{Selection, Settings};
 use crate::guest::RuntimeConfig;
+use crate::identity::Identity;
 use crate::kind::Gvk;
 use crate::selector::{LabelSelector, SelectorError};
 
@@ -260,6 +261,10 @@ impl Definition {
                 // The host's `--adopt-orphans`, likewise.
                 adopt_orphans: false,
                 selection: selection(&spec, own)?,
+                identity: match &key.namespace {
+                    Some(namespace) => Identity::reconciler(namespace, &key.name),
+                    None => Identity::cluster_reconciler(&key.name),
+                },
             },
             module,
             shadow_module,

@@ -50,6 +50,7 @@ fn a_namespaced_reconciler_takes_everything_from_its_namespace() {
     assert_eq!(config.deadline, Duration::from_millis(500));
     assert_eq!(config.memory_limit, 16 << 20);
     assert_eq!(config.max_output_bytes, 128 << 10);
+    assert_eq!(definition.settings.identity.label(), "r.team-a.myapp");
 }
 
 #[test]
@@ -80,6 +81,8 @@ fn a_cluster_reconciler_names_namespaces_and_watches_all() {
         "platform/myapp-module/myapp.wasm"
     );
     assert_eq!(definition.user, "system:serviceaccount:platform:myapp");
+    // Its children name it apart from a namespaced Reconciler of the same name.
+    assert_eq!(definition.settings.identity.label(), "c.myapp");
 
     assert_eq!(
         Definition::read(&object(None, myapp_spec())),

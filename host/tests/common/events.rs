@@ -44,3 +44,19 @@ pub async fn wait_event_saying(
     )
     .await
 }
+
+/// The Events with `reason` on the object `name` in `namespace`, as they are now.
+pub async fn events_now(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    reason: &str,
+) -> Vec<CoreEvent> {
+    let events: Api<CoreEvent> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    let list = events.list(&params).await.unwrap();
+    list.items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .collect()
+}
