@@ -1,16 +1,14 @@
 //! The plan for one parent: the controller's reconcile up to the point where it would write, with
 //! every write asked of the API server in dry-run mode instead.
 
-use std::sync::Arc;
-
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::controller::{
-    Claim, Context, MANAGER, Observed, ReconcileError, apply_body, controlled_by, guest_part,
-    left_out, owner_reference, parent_key, status_of,
+    Claim, Context, MANAGER, Observed, ReconcileError, apply_body, guest_part, left_out,
+    owner_reference, parent_key, status_of,
 };
 use crate::guest::Answer;
 use crate::validate::{Child, validate_in};
