@@ -49,15 +49,15 @@ pub enum ObjectError {
         after: String,
     },
     #[error(
-        "converting {object} to {to}: the converter changed {field} from {before} to {after}; a \
-         conversion may change only the version and the content (and annotations under {group})"
+        "converting {object} to {to}: the converter changed {field} {change}; a conversion may \
+         change only the version and the content (and annotations under {group})"
     )]
     MetadataChanged {
         object: String,
         to: String,
         field: String,
-        before: String,
-        after: String,
+        /// `from <before> to <after>`.
+        change: String,
         group: String,
     },
 }
@@ -199,8 +199,7 @@ fn convert_one(
             object: id(),
             to: to.to_string(),
             field,
-            before: shown(before),
-            after: shown(after),
+            change: format!("from {} to {}", shown(before), shown(after)),
             group: format!("{group}/ or *.{group}/"),
         });
     }
