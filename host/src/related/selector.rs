@@ -271,9 +271,10 @@ mod tests {
             rule: "--child-namespace-selector team".into(),
         };
         let itself = Placement::ParentItself("tenant-a".into());
-        // (placement, the namespace the selector names, the namespace read or the refusal's reason
-        // and what its message must name)
-        let cases: [(&Placement, Option<&str>, Result<&str, (&str, &[&str])>); 13] = [
+        // The namespace read, or the refusal's reason and what its message must name.
+        type Want = Result<&'static str, (&'static str, &'static [&'static str])>;
+        // (placement, the namespace the selector names, what comes of it)
+        let cases: [(&Placement, Option<&str>, Want); 13] = [
             (&own("team-a"), None, Ok("team-a")),
             (&own("team-a"), Some("team-a"), Ok("team-a")),
             (
