@@ -107,8 +107,9 @@ async fn each_failure_is_reported_on_its_own_reconciler_only() {
         &client,
         &no_create,
         "app",
-        "the parent's ApplyFailed",
-        |s| ready_condition(s).is_some_and(|c| c["reason"] == "ApplyFailed"),
+        "the parent's CreateFailed",
+        // A new child is created create-only (a POST): without `create` the POST is refused.
+        |s| ready_condition(s).is_some_and(|c| c["reason"] == "CreateFailed"),
     )
     .await;
     assert!(
