@@ -40,6 +40,36 @@ async fn wait_shadow(host: &HostProcess, controller: &str, want: [usize; 3]) {
     .await;
 }
 
+/// Waits until the host's shadow gauge of `controller` counts any parent: the shadow module is loaded.
+async fn wait_shadow_loaded(host: &HostProcess, controller: &str) {
+    let addr = host.metrics_addr().unwrap();
+    wait_for("the shadow module's first verdict", || {
+        let addr = addr.clone();
+        async move {
+            let (_, metrics) = http::get(&addr, "/metrics").ok()?;
+            let counted: f64 = ["agrees", "differs", "failing"]
+                .map(|result| {
+                    let labels = format!("controller=\"{controller}\",result=\"{result}\"");
+                    http::sample(&metrics, "reconcile_host_shadow_parents", &labels)
+                })
+                .iter()
+                .sum();
+            (counted > 0.0).then_some(())
+        }
+    })
+    .await;
+}
+
+/// Annotates the MyApp `name`, which reconciles it without changing what it asks for.
+async fn touch(client: &kube::Client, namespace: &str, name: &str) {
+    use kube::api::{Patch, PatchParams};
+    let patch = json!({"metadata": {"annotations": {"example.com/touched": "1"}}});
+    myapps(client, namespace)
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+}
+
 /// The variant label of each Deployment, by name.
 async fn variant_labels(client: &kube::Client, namespace: &str) -> Vec<(String, Option<String>)> {
     let list = deployments(client, namespace)
@@ -207,7 +237,15 @@ async fn a_reconciler_object_runs_its_shadow_module_beside_its_module() {
     create_myapp(&client, &namespace, "small", json!({"replicas": 1})).await;
     create_myapp(&client, &namespace, "big", json!({"replicas": 3})).await;
 
-    wait_shadow(&host, &format!("{namespace}/myapp"), [1, 1, 0]).await;
+    // The shadow module may load after a parent converged, and such a parent was once seen never to
+    // get a verdict (CI, 2026-12-06: an open race, see the issue notes): wait for the shadow to give
+    // one verdict, then touch both parents so that each is compared.
+    let controller = format!("{namespace}/myapp");
+    wait_shadow_loaded(&host, &controller).await;
+    for name in ["small", "big"] {
+        touch(&client, &namespace, name).await;
+    }
+    wait_shadow(&host, &controller, [1, 1, 0]).await;
     wait_ready_myapp(&client, &namespace, "big").await;
     assert_nothing_of_the_shadow_applied(&client, &namespace).await;
 }
