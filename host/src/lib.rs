@@ -20,6 +20,7 @@ pub mod migrate;
 pub mod placement;
 pub mod plan;
 pub mod platform;
+pub mod reconciler;
 pub mod related;
 pub mod render;
 pub mod selector;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use reconcile_host::cli::{Cli, Command};
 use reconcile_host::{
-    conformance, controller, guest, memory, migrate, plan, platform, render, source, telemetry,
+    conformance, guest, memory, migrate, plan, platform, reconciler, render, source, telemetry,
 };
 
 fn main() -> ExitCode {
@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             memory::limit_arenas();
             telemetry::init_logging(cli.log_format, "info,kube=warn");
-            controller::run(*args).map(done)
+            reconciler::run(*args).map(done)
         }
         Command::Serve(args) => {
             memory::limit_arenas();

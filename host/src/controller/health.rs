@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use crate::source::ModuleProblem;
+
 /// Shared by the reconciles, the watches and the hot swap of one controller.
 #[derive(Debug, Default)]
 pub struct ReconcilerHealth {
@@ -19,23 +21,6 @@ struct State {
     watch_error: Option<String>,
     /// Why the latest module version was refused or could not be had, cleared when one is accepted.
     module_problem: Option<ModuleProblem>,
-}
-
-/// What went wrong with the latest module version, while an older one keeps serving.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ModuleProblem {
-    /// The source gave a version that does not load (not a component, the wrong world).
-    Refused(String),
-    /// The source gave nothing (a registry that does not answer, credentials that cannot be read).
-    Unavailable(String),
-}
-
-impl ModuleProblem {
-    pub fn message(&self) -> &str {
-        match self {
-            ModuleProblem::Refused(message) | ModuleProblem::Unavailable(message) => message,
-        }
-    }
 }
 
 /// A copy of the health at one moment (the failing parents: `failing_live`, which leaves out the

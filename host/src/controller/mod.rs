@@ -7,11 +7,9 @@ mod apply;
 mod backoff;
 mod context;
 mod create;
-mod driver;
 mod error;
 mod finalizer;
 mod health;
-pub mod leader;
 mod namespaces;
 mod observe;
 mod owner_index;
@@ -22,34 +20,29 @@ mod release;
 mod selection;
 mod shadow;
 mod status;
-pub mod swap;
 mod sync;
-mod webhook;
 mod written_status;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use kube::Client;
 
 use crate::cli::RuntimeArgs;
-use crate::guest::Runtime;
 use crate::identity::{Identity, LEASE_PREFIX, parse_run_name};
 use crate::kind::Gvk;
 use crate::source::oci::{CredentialsArgs, OciArgs};
-use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
-use crate::telemetry::{Health, Metrics, serve};
+use crate::source::{ConfigMapRef, ModuleLocation};
 pub use apply::{apply_body, owner_reference};
 pub use context::{ChildCache, ChildKind, Context, DiscoveryError, ResolvedKind};
-pub use driver::{drive, shutdown_signal};
 pub use error::ReconcileError;
-pub use health::{HealthReport, ModuleProblem, ReconcilerHealth};
+pub use health::{HealthReport, ReconcilerHealth};
 pub use observe::{Observed, controlled_by, left_out, request};
+pub use owner_index::owners_of;
 pub use ownership::Claim;
+pub use reconcile::{error_policy, reconcile};
 pub use selection::{Selection, SelectionArgs, SelectionError, parent_key};
 pub use status::{HOST_STATUS_KEYS, READY, guest_part, status_of};
-pub use sync::as_cached;
+pub use sync::{Listed, as_cached, watch_cache};
 
 pub use crate::identity::{MANAGED_BY_LABEL, MANAGER};
 
@@ -230,114 +223,10 @@ impl RunArgs {
 
     /// The Lease of the leader election: `--leader-election-id`, else named after the reconciler, so
     /// that two hosts of one kind with different names (decorators) do not contend for one Lease.
-    fn lease(&self, identity: &Identity) -> String {
+    pub(crate) fn lease(&self, identity: &Identity) -> String {
         (self.leader_election_id.clone())
             .unwrap_or_else(|| format!("{LEASE_PREFIX}{}", identity.name()))
     }
-}
-
-pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run_async(args))
-}
-
-async fn run_async(args: RunArgs) -> anyhow::Result<()> {
-    let metrics = Metrics::new(&args.parent.kind.to_lowercase());
-    let health = Arc::new(Health::default());
-    let addr = serve(args.metrics_addr, health.clone(), metrics.clone()).await?;
-    tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
-
-    let conversions = match args.conversion.conversion_webhook_addr {
-        Some(_) => webhook::CONVERSION_INSTANCES,
-        None => 0,
-    };
-    let runtime = Runtime::new(
-        args.runtime
-            .config()
-            .max_instances(u32::from(args.concurrency) * 2 + 4 + conversions),
-    )?;
-    let client = Client::try_default().await?;
-    let of = |location| {
-        let credentials = args.oci_credentials.credentials();
-        ModuleSource::of(
-            location,
-            &args.oci,
-            credentials,
-            args.runtime.cache_dir.as_deref(),
-        )
-    };
-    let source = match (&args.module, &args.module_configmap) {
-        (Some(location), _) => of(location),
-        (None, Some(cm)) => ModuleSource::ConfigMap(cm.clone()),
-        (None, None) => unreachable!("clap requires a module source"),
-    };
-    let shadow_source = match (&args.shadow_module, &args.shadow_module_configmap) {
-        (Some(location), _) => Some(of(location)),
-        (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
-        (None, None) => None,
-    };
-    let mut updates = source.updates(Some(client.clone()));
-    let module = swap::first_module(&runtime, &source, &mut updates).await?;
-    tracing::info!(%source, digest = module.digest(), bytes = module.size(), world = module.world(), "module loaded");
-    metrics.module_loaded(module.digest(), true);
-
-    // The context, the module follower and the conversion webhook come before the election: a standby
-    // serves conversions too (the API server calls any replica behind the Service), with the module
-    // every replica keeps current. The caches fill and reconciles start only once leading (`drive`).
-    let settings = args.settings();
-    let ctx = Arc::new(
-        Context::discover(
-            client.clone(),
-            client.clone(),
-            &settings,
-            module,
-            metrics.clone(),
-        )
-        .await?,
-    );
-    let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
-    if let Some(shadow) = shadow_source {
-        let mut updates = shadow.updates(Some(client.clone()));
-        let (ctx, runtime, reconcile_all) = (ctx.clone(), runtime.clone(), reconcile_all.clone());
-        tokio::spawn(async move {
-            let slot = swap::Slot::Shadow;
-            swap::follow_into(slot, ctx, runtime, shadow, &mut updates, reconcile_all).await
-        });
-    }
-    tokio::spawn(swap::follow(
-        ctx.clone(),
-        runtime.clone(),
-        source,
-        updates,
-        reconcile_all,
-    ));
-    webhook::serve_conversion(&args.conversion, client.clone(), &ctx).await?;
-
-    let election = args.leader_election.then(|| leader::Election {
-        namespace: args
-            .leader_election_namespace
-            .clone()
-            .unwrap_or_else(leader::namespace),
-        lease: args.lease(&settings.identity),
-        identity: leader::identity(),
-    });
-    leader::lead(election, client, &metrics).await?;
-
-    tracing::info!(parent = %settings.parent, reconciler = %settings.identity, children = ?settings.children.iter().map(Gvk::to_string).collect::<Vec<_>>(), "controller starting");
-    drive(
-        ctx,
-        reconcile_all_rx,
-        driver::shutdown_signal(),
-        move || {
-            tracing::info!("caches synced; ready");
-            health.set_ready();
-        },
-    )
-    .await;
-    tracing::info!("controller stopped");
-    Ok(())
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use kube::core::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 
 use super::context::Context;
-use super::driver::owners_of;
+use super::owner_index::owners_of;
 
 /// Whether each Namespace matched the selector when last seen.
 #[derive(Default)]

@@ -9,7 +9,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
+use kube::api::ApiResource;
 use kube::core::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
 
 use super::ownership::controller_of;
 
@@ -85,6 +87,25 @@ fn entry(object: &DynamicObject) -> Option<(&str, Key)> {
 /// The UID in the controller ownerReference of `object`, if it has one.
 pub fn controller_uid(object: &DynamicObject) -> Option<&str> {
     controller_of(object).map(|o| o.uid.as_str())
+}
+
+/// The parents of kind `parent` that `child`'s ownerReferences name. kube-runtime's `owns` gives every
+/// owner the child's namespace, which finds no cluster-scoped parent in the cache: such an owner is
+/// named without one.
+pub fn owners_of(
+    child: &DynamicObject,
+    parent: &ApiResource,
+    cluster_scoped: bool,
+) -> Vec<ObjectRef<DynamicObject>> {
+    let namespace = child
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|_| !cluster_scoped);
+    let references = child.metadata.owner_references.iter().flatten();
+    references
+        .filter_map(|owner| ObjectRef::from_owner_ref(namespace, owner, parent.clone()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -6,8 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::BoxStream;
 use kube::Client;
 use kube::core::DynamicObject;
 use tokio::sync::watch;
@@ -16,18 +14,17 @@ use tokio::task::JoinHandle;
 use super::module_ref::ModuleRef;
 use super::spec::{Definition, Key};
 use super::status::{Report, StatusWriter};
-use crate::controller::{Context, DiscoveryError, ModuleProblem, Settings, drive, swap};
-use crate::guest::{Module, Runtime, RuntimeConfig};
+use crate::controller::{Context, Settings};
+use crate::guest::{Runtime, RuntimeConfig};
+use crate::reconciler::{Blocked, ReconcilerBuilder, Startup, Waiting};
 use crate::source::oci::OciArgs;
-use crate::source::{ModuleSource, Update};
+use crate::source::{ModuleProblem, ModuleSource};
 use crate::telemetry::{Metrics, Recorder};
 
 /// How long a stopping controller may finish its running reconciles before it is cut off.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// How often a running reconciler's status is refreshed (written only when it changes).
 const STATUS_PERIOD: Duration = Duration::from_secs(1);
-/// How long before a kind that is not served is looked up again (its CRD may be installed later).
-const DISCOVERY_RETRY: Duration = Duration::from_secs(5);
 
 /// What every reconciler of one host shares.
 pub struct Shared {
@@ -164,64 +161,28 @@ impl Run {
                     .await;
             }
         };
-        let source = self.module_source(&self.definition.module, &client);
-        let mut updates = source.updates(Some(client.clone()));
-        let Some(module) = self.first_module(&runtime, &source, &mut updates).await else {
-            return;
-        };
-        self.metrics.module_loaded(module.digest(), true);
         let settings = Settings {
             resync_period: self.shared.resync_period,
             adopt_orphans: self.shared.adopt_orphans,
             ..self.definition.settings.clone()
         };
-        let ctx = loop {
-            let discovered = Context::discover(
-                client.clone(),
-                self.shared.client.clone(),
-                &settings,
-                module.clone(),
-                self.metrics.clone(),
-            )
-            .await;
-            match discovered {
-                Ok(ctx) => break Arc::new(ctx),
-                Err(e @ (DiscoveryError::ClusterScoped(_) | DiscoveryError::Selection(_))) => {
-                    return self
-                        .report(Report::not_ready("InvalidSpec", e.to_string()))
-                        .await;
-                }
-                Err(e @ DiscoveryError::NotServed { .. }) => {
-                    self.report(Report::not_ready("KindNotServed", e.to_string()))
-                        .await;
-                    tokio::time::sleep(DISCOVERY_RETRY).await;
-                }
+        let module = self.module_source(&self.definition.module, &client);
+        let shadow = (self.definition.shadow_module.as_ref())
+            .map(|shadow| self.module_source(shadow, &client));
+        let builder =
+            ReconcilerBuilder::new(settings, client, runtime, self.metrics.clone(), module)
+                .events_as(self.shared.client.clone())
+                .shadow(shadow);
+        let reconciler = match builder.build(&mut ReportOnStatus(self)).await {
+            Ok(reconciler) => reconciler,
+            Err(blocked) => {
+                return self
+                    .report(Report::not_ready(blocked.reason(), blocked.to_string()))
+                    .await;
             }
         };
-        self.report(Report::not_ready(
-            "Starting",
-            "waiting for the caches to list",
-        ))
-        .await;
 
-        let (reconcile_all, reconcile_all_rx) = futures::channel::mpsc::unbounded();
-        let follow_shadow = self.definition.shadow_module.as_ref().map(|shadow| {
-            let source = self.module_source(shadow, &client);
-            let mut updates = source.updates(Some(client.clone()));
-            let (ctx, runtime, reconcile_all) =
-                (ctx.clone(), runtime.clone(), reconcile_all.clone());
-            tokio::spawn(async move {
-                let slot = swap::Slot::Shadow;
-                swap::follow_into(slot, ctx, runtime, source, &mut updates, reconcile_all).await
-            })
-        });
-        let follow = tokio::spawn(swap::follow(
-            ctx.clone(),
-            runtime,
-            source,
-            updates,
-            reconcile_all,
-        ));
+        let ctx = reconciler.context().clone();
         self.driving.store(true, Ordering::Relaxed);
         let synced = Arc::new(AtomicBool::new(false));
         let on_synced = synced.clone();
@@ -229,9 +190,7 @@ impl Run {
         let shutdown = async move {
             let _ = stop.wait_for(|stop| *stop).await;
         };
-        let controller = drive(ctx.clone(), reconcile_all_rx, shutdown, move || {
-            on_synced.store(true, Ordering::Relaxed)
-        });
+        let controller = reconciler.run(shutdown, move || on_synced.store(true, Ordering::Relaxed));
         tokio::pin!(controller);
         let mut tick = tokio::time::interval(STATUS_PERIOD);
         loop {
@@ -242,10 +201,6 @@ impl Run {
                     self.report(report).await;
                 }
             }
-        }
-        follow.abort();
-        if let Some(follow_shadow) = follow_shadow {
-            follow_shadow.abort();
         }
     }
 
@@ -258,43 +213,29 @@ impl Run {
             self.definition.settings.namespace.as_deref(),
         )
     }
+}
 
-    /// Waits for the first module version that loads, reporting each that does not.
-    async fn first_module(
-        &mut self,
-        runtime: &Arc<Runtime>,
-        source: &ModuleSource,
-        updates: &mut BoxStream<'static, Update>,
-    ) -> Option<Arc<Module>> {
-        self.report(Report::not_ready(
-            "ModuleUnavailable",
-            format!("waiting for the module in {source}"),
-        ))
-        .await;
-        while let Some(update) = updates.next().await {
-            let loaded = match update {
-                Err(e) => Err(("ModuleUnavailable", e)),
-                Ok(bytes) => {
-                    let runtime = runtime.clone();
-                    match tokio::task::spawn_blocking(move || Module::load(&runtime, &bytes)).await
-                    {
-                        Ok(Ok(module)) => Ok(module),
-                        Ok(Err(e)) => Err(("ModuleRefused", e.to_string())),
-                        Err(e) => {
-                            Err(("ModuleRefused", format!("loading the module panicked: {e}")))
-                        }
-                    }
-                }
-            };
-            match loaded {
-                Ok(module) => return Some(module),
-                Err((reason, message)) => {
-                    tracing::warn!(reconciler = %self.key, reason, %message, "no usable module yet");
-                    self.report(Report::not_ready(reason, message)).await;
-                }
-            }
-        }
-        None
+/// A reconciler's start-up as `serve` meets it: each step and each problem on its status, and a wait
+/// for what would fix the problem (a new module version, the kind's CRD).
+struct ReportOnStatus<'a>(&'a mut Run);
+
+impl Startup for ReportOnStatus<'_> {
+    async fn waiting(&mut self, step: Waiting<'_>) {
+        let report = match step {
+            Waiting::Module(source) => Report::not_ready(
+                "ModuleUnavailable",
+                format!("waiting for the module in {source}"),
+            ),
+            Waiting::Caches => Report::not_ready("Starting", "waiting for the caches to list"),
+        };
+        self.0.report(report).await;
+    }
+
+    async fn blocked(&mut self, blocked: &Blocked) -> bool {
+        tracing::warn!(reconciler = %self.0.key, reason = blocked.reason(), error = %blocked, "reconciler cannot start yet");
+        let report = Report::not_ready(blocked.reason(), blocked.to_string());
+        self.0.report(report).await;
+        true
     }
 }
 
@@ -319,9 +260,10 @@ fn running_report(ctx: &Context, synced: bool) -> Report {
     };
     let degraded = match (&health.module_problem, failing.first()) {
         (Some(problem), _) => {
-            let (reason, what) = match problem {
-                ModuleProblem::Refused(_) => ("ModuleRefused", "the new module was refused"),
-                ModuleProblem::Unavailable(_) => ("ModuleUnavailable", "no new module can be had"),
+            let reason = problem.reason();
+            let what = match problem {
+                ModuleProblem::Refused(_) => "the new module was refused",
+                ModuleProblem::Unavailable(_) => "no new module can be had",
             };
             let serving = module.short_digest();
             Some((

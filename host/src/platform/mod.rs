@@ -21,8 +21,9 @@ use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::cli::RuntimeArgs;
-use crate::controller::{MANAGER, PolicyArgs, leader, shutdown_signal};
+use crate::controller::{MANAGER, PolicyArgs};
 use crate::guest::Runtime;
+use crate::reconciler::{leader, shutdown_signal};
 use crate::source::oci::OciArgs;
 use crate::telemetry::{Health, Metrics, Recorder, serve as serve_http};
 use instance::Shared;

@@ -1,10 +1,11 @@
 //! Where the reconciler module comes from, and how a new version is noticed: a mounted file (a ConfigMap
 //! volume or any other), a ConfigMap read through the API, or an OCI registry (`oci://`, polled). Each
-//! source yields the module's bytes whenever they change; `crate::controller::swap` compiles and swaps
+//! source yields the module's bytes whenever they change; `crate::reconciler`'s follow compiles and swaps
 //! them in.
 
 mod configmap;
 mod file;
+mod load;
 pub mod oci;
 
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use futures::stream::BoxStream;
 use tokio::sync::mpsc;
 
 pub use configmap::ConfigMapRef;
+pub use load::{ModuleProblem, load};
 use oci::{Credentials, OciArgs, OciReference, OciSource};
 
 /// The bytes of a module version, or why the source could not produce one.

@@ -14,9 +14,9 @@ use kube::core::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 
-use super::context::{Context, ResolvedKind};
-use super::reconcile;
-use super::sync::{Listed, watch_cache};
+use crate::controller::{
+    Context, Listed, ResolvedKind, error_policy, owners_of, reconcile, watch_cache,
+};
 use crate::identity::Identity;
 
 /// Runs the controller of `ctx` until `shutdown`; `synced` is called once every cache has listed.
@@ -116,7 +116,7 @@ pub async fn drive(
         controller = controller.watches_stream_with(stream, mapper, resource);
     }
     controller
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "reconcile loop");
@@ -145,25 +145,6 @@ fn owners(
     cluster_scoped: bool,
 ) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
     move |child| owners_of(&child, &parent, cluster_scoped)
-}
-
-/// The parents of kind `parent` that `child`'s ownerReferences name. kube-runtime's `owns` gives every
-/// owner the child's namespace, which finds no cluster-scoped parent in the cache: such an owner is
-/// named without one.
-pub(super) fn owners_of(
-    child: &DynamicObject,
-    parent: &ApiResource,
-    cluster_scoped: bool,
-) -> Vec<ObjectRef<DynamicObject>> {
-    let namespace = child
-        .metadata
-        .namespace
-        .as_deref()
-        .filter(|_| !cluster_scoped);
-    let references = child.metadata.owner_references.iter().flatten();
-    references
-        .filter_map(|owner| ObjectRef::from_owner_ref(namespace, owner, parent.clone()))
-        .collect()
 }
 
 /// `reconcile_all`, and a tick every `period` if there is one: a safety net that re-runs every parent

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use kube::Client;
 
-use super::context::Context;
+use crate::controller::Context;
 use crate::conversion::{self, ConversionArgs, Converter, CrdEvents, Observer, Outcome};
 
 /// Guest calls the webhook may make at once, beyond the reconciles': instance slots to reserve, and

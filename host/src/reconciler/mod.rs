@@ -1,0 +1,16 @@
+//! A running reconciler, assembled once: `builder` makes one from its settings and module source
+//! (for `run` from flags, for `serve` from a `Reconciler` object), `follow` keeps its module (and shadow
+//! module) current, `driver` runs its watches and kube-runtime's Controller over the stages in
+//! `controller`, `leader` elects the replica that reconciles, `webhook` serves the parent CRD's
+//! conversion with the same module, and `run` is the `run` command on top of them.
+
+mod builder;
+mod driver;
+mod follow;
+pub mod leader;
+mod run;
+mod webhook;
+
+pub use builder::{Blocked, GiveUp, Reconciler, ReconcilerBuilder, Startup, Waiting};
+pub use driver::shutdown_signal;
+pub use run::run;
