@@ -20,8 +20,9 @@ use kube::core::DynamicObject;
 use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, watcher};
 
+use crate::cli::PolicyArgs;
 use crate::cli::RuntimeArgs;
-use crate::controller::{MANAGER, PolicyArgs, leader, shutdown_signal};
+use crate::controller::{MANAGER, leader, shutdown_signal};
 use crate::guest::Runtime;
 use crate::source::oci::OciArgs;
 use crate::telemetry::{Health, Metrics, Recorder, serve as serve_http};
