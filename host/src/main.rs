@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             memory::limit_arenas();
             telemetry::init_logging(cli.log_format, "info,kube=warn");
-            reconciler::run(*args).map(done)
+            reconciler::run(args.options()).map(done)
         }
         Command::Serve(args) => {
             memory::limit_arenas();

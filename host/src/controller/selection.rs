@@ -13,37 +13,12 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use clap::Args;
 use kube::core::DynamicObject;
 
 use super::context::Context;
 use crate::kind::Gvk;
 use crate::selector::LabelSelector;
 use crate::validate::Placement;
-
-/// The flags of [`Selection`].
-#[derive(Clone, Debug, Args)]
-pub struct SelectionArgs {
-    /// A namespace the children of a cluster-scoped parent may live in (repeatable; env:
-    /// comma-separated). Required for a cluster-scoped parent kind other than Namespace; a Namespace
-    /// parent without it keeps its children in itself.
-    #[arg(
-        long = "child-namespace",
-        env = "RECONCILE_HOST_CHILD_NAMESPACES",
-        value_delimiter = ','
-    )]
-    pub child_namespaces: Vec<String>,
-    /// The children of a cluster-scoped parent may also live in the namespaces carrying these labels
-    /// (kubectl syntax, e.g. `team`); the host then watches Namespaces.
-    #[arg(long, env = "RECONCILE_HOST_CHILD_NAMESPACE_SELECTOR")]
-    pub child_namespace_selector: Option<LabelSelector>,
-    /// Decorate: take only the parents carrying these labels (kubectl syntax, e.g. `team` or
-    /// `team in (a,b)`), of a kind the host does not own: it writes no status on them, reports
-    /// failures by Event and metrics, and removes the children of a parent that stops matching (after
-    /// a finalize call).
-    #[arg(long, env = "RECONCILE_HOST_PARENT_SELECTOR")]
-    pub parent_selector: Option<LabelSelector>,
-}
 
 /// Which parents a reconciler takes and where their children may live.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -54,16 +29,6 @@ pub struct Selection {
     pub child_namespace_selector: Option<LabelSelector>,
     /// Decorator mode: only the parents this selects; `None`: every parent (the host owns the kind).
     pub parent_selector: Option<LabelSelector>,
-}
-
-impl From<&SelectionArgs> for Selection {
-    fn from(args: &SelectionArgs) -> Self {
-        Selection {
-            child_namespaces: args.child_namespaces.clone(),
-            child_namespace_selector: args.child_namespace_selector.clone(),
-            parent_selector: args.parent_selector.clone(),
-        }
-    }
 }
 
 /// Why a reconciler's parents or child namespaces cannot be as configured.

@@ -24,8 +24,9 @@ use kube::core::DynamicObject;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
+use crate::cli::{NameArgs, SelectionArgs};
 use crate::cli::{OutputFormat, RuntimeArgs};
-use crate::controller::{Context, NameArgs, ResolvedKind, SelectionArgs, Settings, as_cached};
+use crate::controller::{Context, ResolvedKind, Settings, as_cached};
 use crate::guest::{Module, Runtime};
 use crate::identity::Identity;
 use crate::kind::Gvk;

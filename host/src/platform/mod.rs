@@ -20,8 +20,9 @@ use kube::core::DynamicObject;
 use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, watcher};
 
+use crate::cli::PolicyArgs;
 use crate::cli::RuntimeArgs;
-use crate::controller::{MANAGER, PolicyArgs};
+use crate::controller::MANAGER;
 use crate::guest::Runtime;
 use crate::reconciler::{leader, shutdown_signal};
 use crate::source::oci::OciArgs;

@@ -13,4 +13,4 @@ mod webhook;
 
 pub use builder::{Blocked, GiveUp, Reconciler, ReconcilerBuilder, Startup, Waiting};
 pub use driver::shutdown_signal;
-pub use run::run;
+pub use run::{RunOptions, run};

@@ -158,7 +158,7 @@ pub struct OciArgs {
     pub registry: RegistryArgs,
     /// How often a tag is checked for a new digest (e.g. `1m`, `30s`); a digest reference is never
     /// polled.
-    #[arg(long, env = "RECONCILE_HOST_OCI_POLL_INTERVAL", default_value = "1m", value_parser = crate::controller::parse_period)]
+    #[arg(long, env = "RECONCILE_HOST_OCI_POLL_INTERVAL", default_value = "1m", value_parser = crate::cli::parse_period)]
     pub oci_poll_interval: Duration,
 }
 

@@ -1,0 +1,249 @@
+//! The flags of `run`, turned into the reconciler's [`RunOptions`].
+
+use clap::Args;
+
+use super::{NameArgs, PolicyArgs, RuntimeArgs, SelectionArgs};
+use crate::controller::Settings;
+use crate::identity::{Identity, LEASE_PREFIX};
+use crate::kind::Gvk;
+use crate::reconciler::{RunOptions, leader};
+use crate::source::oci::{CredentialsArgs, OciArgs};
+use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
+
+#[derive(Debug, Args)]
+#[group(id = "module-source", required = true, multiple = false)]
+pub struct RunArgs {
+    /// The parent kind to watch, GROUP/VERSION/KIND, e.g. example.com/v1alpha1/MyApp.
+    #[arg(long, env = "RECONCILE_HOST_PARENT")]
+    pub parent: Gvk,
+    /// A child kind the guest may create, GROUP/VERSION/KIND (repeatable; env: comma-separated).
+    #[arg(
+        long = "child",
+        env = "RECONCILE_HOST_CHILDREN",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub children: Vec<Gvk>,
+    /// A kind the guest may read as related objects, GROUP/VERSION/KIND (repeatable; env:
+    /// comma-separated). Each is watched (the host needs get, list and watch on it); a module's
+    /// selector of another kind is refused on its parent.
+    #[arg(
+        long = "related",
+        env = "RECONCILE_HOST_RELATED",
+        value_delimiter = ','
+    )]
+    pub related: Vec<Gvk>,
+    /// The reconciler component: a .wasm file (typically a mounted ConfigMap), watched; or
+    /// `oci://REGISTRY/REPOSITORY:TAG` (polled) or `@sha256:DIGEST` in a registry. Hot-swapped.
+    #[arg(long, env = "RECONCILE_HOST_MODULE", group = "module-source")]
+    pub module: Option<ModuleLocation>,
+    /// The reconciler component in a ConfigMap's binaryData (raw or gzip), NAMESPACE/NAME[/KEY];
+    /// watched through the API and hot-swapped.
+    #[arg(long, env = "RECONCILE_HOST_MODULE_CONFIGMAP", group = "module-source")]
+    pub module_configmap: Option<ConfigMapRef>,
+    /// A finalizer to hold parents until the guest answers `finalized` during deletion.
+    #[arg(long, env = "RECONCILE_HOST_FINALIZER")]
+    pub finalizer: Option<String>,
+    /// Parents reconciled at once.
+    #[arg(long, env = "RECONCILE_HOST_CONCURRENCY", default_value_t = 16)]
+    pub concurrency: u16,
+    /// Address of /healthz, /readyz and /metrics (port 0: any free port, logged).
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_METRICS_ADDR",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_addr: std::net::SocketAddr,
+    /// Elect a leader among replicas on a Lease; only the leader reconciles.
+    #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION")]
+    pub leader_election: bool,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else `default`).
+    #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the Lease (default: reconcile-host-<name>, see `--name`).
+    #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_ID")]
+    pub leader_election_id: Option<String>,
+    /// Only parents in this namespace (default: all namespaces).
+    #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
+    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub name: NameArgs,
+    /// A candidate module (a .wasm file or an `oci://` reference) called beside the active one on
+    /// every reconcile and never applied; where it answers differently, the parent gets a
+    /// `ShadowDiffers` Event. Watched and hot-swapped like `--module`.
+    #[arg(long, env = "RECONCILE_HOST_SHADOW_MODULE")]
+    pub shadow_module: Option<ModuleLocation>,
+    /// The candidate module in a ConfigMap's binaryData, NAMESPACE/NAME[/KEY] (see `--shadow-module`).
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_SHADOW_MODULE_CONFIGMAP",
+        conflicts_with = "shadow_module"
+    )]
+    pub shadow_module_configmap: Option<ConfigMapRef>,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub conversion: crate::conversion::ConversionArgs,
+    #[command(flatten)]
+    pub oci: OciArgs,
+    #[command(flatten)]
+    pub oci_credentials: CredentialsArgs,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
+impl RunArgs {
+    pub fn settings(&self) -> Settings {
+        let selection = (&self.selection).into();
+        Settings {
+            identity: self.name.identity(&self.parent, &selection),
+            parent: self.parent.clone(),
+            children: self.children.clone(),
+            related: self.related.clone(),
+            namespace: self.namespace.clone(),
+            finalizer: self.finalizer.clone(),
+            concurrency: self.concurrency,
+            resync_period: self.policy.period(),
+            adopt_orphans: self.policy.adopt_orphans,
+            selection,
+        }
+    }
+
+    /// What the controller runs with: the module sources resolved with the registry settings and
+    /// credentials, the election named.
+    pub fn options(&self) -> RunOptions {
+        let settings = self.settings();
+        let of = |location| {
+            let credentials = self.oci_credentials.credentials();
+            let cache_dir = self.runtime.cache_dir.as_deref();
+            ModuleSource::of(location, &self.oci, credentials, cache_dir)
+        };
+        let source = match (&self.module, &self.module_configmap) {
+            (Some(location), _) => of(location),
+            (None, Some(cm)) => ModuleSource::ConfigMap(cm.clone()),
+            (None, None) => unreachable!("clap requires a module source"),
+        };
+        let shadow_source = match (&self.shadow_module, &self.shadow_module_configmap) {
+            (Some(location), _) => Some(of(location)),
+            (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
+            (None, None) => None,
+        };
+        let election = self.leader_election.then(|| leader::Election {
+            namespace: (self.leader_election_namespace.clone()).unwrap_or_else(leader::namespace),
+            lease: self.lease(&settings.identity),
+            identity: leader::identity(),
+        });
+        RunOptions {
+            settings,
+            source,
+            shadow_source,
+            metrics_addr: self.metrics_addr,
+            election,
+            conversion: self.conversion.clone(),
+            runtime: self.runtime.config(),
+        }
+    }
+
+    /// The Lease of the leader election: `--leader-election-id`, else named after the reconciler, so
+    /// that two hosts of one kind with different names (decorators) do not contend for one Lease.
+    fn lease(&self, identity: &Identity) -> String {
+        (self.leader_election_id.clone())
+            .unwrap_or_else(|| format!("{LEASE_PREFIX}{}", identity.name()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    fn run_with(extra: &[&str]) -> Result<Settings, clap::Error> {
+        let base = [
+            "reconcile-host",
+            "run",
+            "--parent",
+            "example.com/v1alpha1/MyApp",
+            "--child",
+            "apps/v1/Deployment",
+            "--module",
+            "myapp.wasm",
+        ];
+        let cli = Cli::try_parse_from(base.iter().chain(extra))?;
+        match cli.command {
+            Command::Run(args) => Ok(args.settings()),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_name_defaults_to_the_kind_and_the_selector_and_names_the_lease() {
+        let parse = |extra: &[&str]| {
+            let base = [
+                "reconcile-host",
+                "run",
+                "--parent",
+                "v1/Namespace",
+                "--child",
+            ];
+            let base = base
+                .into_iter()
+                .chain(["v1/ResourceQuota", "--module", "m.wasm"]);
+            match Cli::try_parse_from(base.chain(extra.iter().copied()))
+                .unwrap()
+                .command
+            {
+                Command::Run(args) => {
+                    let identity = args.settings().identity;
+                    let lease = args.lease(&identity);
+                    (identity.label().to_string(), lease)
+                }
+                other => panic!("parsed as {other:?}"),
+            }
+        };
+        // Without a selector, the Lease is the one hosts had before names.
+        let plain = parse(&[]);
+        assert_eq!(
+            plain,
+            ("namespace".into(), "reconcile-host-namespace".into())
+        );
+        let (a, lease_a) = parse(&["--parent-selector", "team=a"]);
+        let (b, lease_b) = parse(&["--parent-selector", "team=b"]);
+        assert_ne!(a, b);
+        assert_ne!(lease_a, lease_b);
+        assert_eq!(lease_a, format!("reconcile-host-{a}"));
+        let named = parse(&["--parent-selector", "team=a", "--name", "team-a-quotas"]);
+        assert_eq!(
+            named,
+            (
+                "team-a-quotas".into(),
+                "reconcile-host-team-a-quotas".into()
+            )
+        );
+        let chosen = parse(&["--name", "x", "--leader-election-id", "mine"]);
+        assert_eq!(chosen.1, "mine");
+        assert!(run_with(&["--name", "Team_A"]).is_err());
+    }
+
+    #[test]
+    fn the_resync_period_is_off_unless_given_and_read_as_people_write_it() {
+        let period = |extra: &[&str]| run_with(extra).unwrap().resync_period;
+        assert_eq!(period(&[]), None);
+        assert_eq!(period(&["--resync-period", "0"]), None);
+        assert_eq!(
+            period(&["--resync-period", "10h"]),
+            Some(Duration::from_secs(36_000))
+        );
+        assert_eq!(
+            period(&["--resync-period", "1h30m"]),
+            Some(Duration::from_secs(5_400))
+        );
+        assert!(run_with(&["--resync-period", "-1h"]).is_err());
+        assert!(run_with(&["--resync-period", "often"]).is_err());
+    }
+}
