@@ -17,12 +17,10 @@ use clap::Args;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::core::DynamicObject;
-use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::cli::PolicyArgs;
 use crate::cli::RuntimeArgs;
-use crate::controller::MANAGER;
 use crate::guest::Runtime;
 use crate::reconciler::{leader, shutdown_signal};
 use crate::source::oci::OciArgs;
@@ -93,12 +91,8 @@ async fn serve_async(args: ServeArgs) -> anyhow::Result<()> {
         identity: leader::identity(),
     });
     leader::lead(election, client.clone(), &metrics).await?;
-    let reporter = Reporter {
-        controller: MANAGER.into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
     let shared = Arc::new(Shared {
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: Recorder::for_host(client.clone()),
         client: client.clone(),
         config,
         runtime,

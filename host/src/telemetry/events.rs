@@ -17,6 +17,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType, Reporter};
 use kube::{Client, ResourceExt};
 
+use crate::identity::MANAGER;
 use crate::text::truncate;
 
 /// How long a series stays open after its last event, as in client-go and kube-runtime.
@@ -80,6 +81,16 @@ impl From<&ObjectReference> for ObjectKey {
 }
 
 impl Recorder {
+    /// The host's Events, posted through `client`: reported by the field manager's name and, in a Pod,
+    /// the Pod's name (the downward API's POD_NAME), whichever reconciler they are about.
+    pub fn for_host(client: Client) -> Recorder {
+        let reporter = Reporter {
+            controller: MANAGER.into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Recorder::new(client, reporter)
+    }
+
     pub fn new(client: Client, reporter: Reporter) -> Recorder {
         Recorder {
             client,
