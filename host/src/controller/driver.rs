@@ -14,9 +14,10 @@ use kube::core::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 
-use super::context::{Context, ResolvedKind};
+use super::context::Context;
+use super::observe::kinds::ResolvedKind;
+use super::observe::sync::{Listed, watch_cache};
 use super::reconcile;
-use super::sync::{Listed, watch_cache};
 use crate::identity::Identity;
 
 /// Runs the controller of `ctx` until `shutdown`; `synced` is called once every cache has listed.
