@@ -6,128 +6,35 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ApiResource;
-use kube::core::{DynamicObject, GroupVersionKind};
-use kube::discovery::{Scope, pinned_kind};
+use kube::core::DynamicObject;
+use kube::discovery::Scope;
 use kube::runtime::events::Reporter;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client};
 
-use super::applied::AppliedChildren;
 use super::backoff::Backoff;
+use super::decide::ownership;
+use super::decide::plan::HostRules;
+use super::decide::shadow::Shadow;
+use super::execute::applied::AppliedChildren;
+use super::execute::written_status::WrittenStatuses;
 use super::health::ReconcilerHealth;
-use super::namespaces::NamespaceMatches;
-use super::owner_index::OwnerIndex;
-use super::related::Related;
-use super::selection::{Selection, SelectionError};
-use super::shadow::Shadow;
-use super::written_status::WrittenStatuses;
-use super::{MANAGER, Settings};
+use super::observe::children::{Caches, Observed, observe_children};
+use super::observe::kinds::{ChildKind, DiscoveryError, ResolvedKind, resolve, resolve_namespaced};
+use super::observe::namespaces::NamespaceMatches;
+use super::observe::related::Related;
+use super::observe::selection::Selection;
+use super::settings::Settings;
 use crate::guest::Module;
-use crate::identity::Identity;
-use crate::kind::Gvk;
+use crate::identity::{Identity, MANAGER};
 use crate::telemetry::{Metrics, Recorder};
-use crate::validate::{Placement, Rules};
+use crate::validate::{Child, Placement, Rules};
 
-/// A kind as given on the command line, resolved against the API server's discovery.
-#[derive(Clone, Debug)]
-pub struct ResolvedKind {
-    pub gvk: Gvk,
-    pub resource: ApiResource,
-}
-
-impl ResolvedKind {
-    /// `v1/Namespace`: the kind of the cache `--child-namespace-selector` reads.
-    pub fn namespace() -> ResolvedKind {
-        ResolvedKind {
-            gvk: "v1/Namespace".parse().expect("a valid kind"),
-            resource: ApiResource::erase::<Namespace>(&()),
-        }
-    }
-
-    /// The `apiVersion` and `kind` of its objects, which list responses leave out for built-in kinds.
-    pub fn type_meta(&self) -> kube::core::TypeMeta {
-        kube::core::TypeMeta {
-            api_version: self.resource.api_version.clone(),
-            kind: self.resource.kind.clone(),
-        }
-    }
-}
-
-/// An allow-listed child kind and the caches of its objects that the host manages.
-pub struct ChildKind {
-    pub kind: ResolvedKind,
-    /// The objects that carry this reconciler's identity: the only ones it may release.
-    pub own: ChildCache,
-    /// The objects made before children named their reconciler (the managed-by label only). A
-    /// reconcile of a parent this reconciler selects observes those its parent controls, so that
-    /// its apply names them (they then move to `own`) and its prune may delete them; a parent it
-    /// does not select never has them released (`observe`).
-    pub legacy: ChildCache,
-}
-
-/// One watch's cache of a child kind, and which parent controls what it holds.
-pub struct ChildCache {
-    pub store: Store<DynamicObject>,
-    /// Which of the cached objects each parent controls; the child watch keeps it.
-    pub owned: Arc<OwnerIndex>,
-}
-
-impl ChildCache {
-    fn new(writer: &Writer<DynamicObject>) -> ChildCache {
-        ChildCache {
-            store: writer.as_reader(),
-            owned: Arc::default(),
-        }
-    }
-
-    /// The cached object of `kind` named `name` in `namespace`.
-    pub fn get(
-        &self,
-        kind: &ResolvedKind,
-        namespace: &str,
-        name: &str,
-    ) -> Option<Arc<DynamicObject>> {
-        let key = ObjectRef::new_with(name, kind.resource.clone()).within(namespace);
-        self.store.get(&key)
-    }
-}
-
-impl ChildKind {
-    /// The cached object of this kind named `name` in `namespace`, its own or a legacy one.
-    pub fn cached(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
-        (self.own.get(&self.kind, namespace, name))
-            .or_else(|| self.legacy.get(&self.kind, namespace, name))
-    }
-
-    /// Each of its caches with the writer that fills it: its own, then the legacy one.
-    pub fn new(kind: ResolvedKind) -> (ChildKind, [Writer<DynamicObject>; 2]) {
-        let writers = [(); 2].map(|()| Writer::new(kind.resource.clone()));
-        let child = ChildKind {
-            kind,
-            own: ChildCache::new(&writers[0]),
-            legacy: ChildCache::new(&writers[1]),
-        };
-        (child, writers)
-    }
-
-    /// Both caches, own first.
-    pub fn caches(&self) -> [&ChildCache; 2] {
-        [&self.own, &self.legacy]
-    }
-}
-
-/// Why a reconciler's kinds cannot be used; `serve` reports each with its own reason.
-#[derive(Debug, thiserror::Error)]
-pub enum DiscoveryError {
-    #[error("kind {gvk} is not served by the API server: {reason}")]
-    NotServed { gvk: Gvk, reason: String },
-    #[error("child kind {0} is cluster-scoped; reconcile-host manages namespaced children only")]
-    ClusterScoped(Gvk),
-    #[error(transparent)]
-    Selection(#[from] SelectionError),
-}
-
+/// The state of one reconciler, which every stage reads: built once (`discover`), shared by the
+/// controller's reconciles, `plan` and the module follower. The state of each component (caches,
+/// memories, backoff) is defined in its own file below this one; what needs the whole context lives
+/// in the stage files above it.
 pub struct Context {
     /// Every read, watch and write of this reconciler (in `serve`, impersonating its ServiceAccount).
     pub client: Client,
@@ -308,32 +215,69 @@ impl Context {
             None => Api::all_with(self.client.clone(), &self.parent.resource),
         }
     }
-}
-
-/// A child or related kind as the API server serves it: only namespaced kinds are either.
-pub(super) async fn resolve_namespaced(
-    client: &Client,
-    gvk: &Gvk,
-) -> Result<ResolvedKind, DiscoveryError> {
-    match resolve(client, gvk).await? {
-        (kind, Scope::Namespaced) => Ok(kind),
-        _ => Err(DiscoveryError::ClusterScoped(gvk.clone())),
+    /// The children a reconcile of the parent with `uid` acts on, when this reconciler selects it:
+    /// every cached child whose controller ownerReference is that parent, in the parent's
+    /// `namespace` (any namespace for a cluster-scoped parent: `None`), its own and the legacy ones
+    /// (made before children named their reconciler: the apply names them, the prune may delete them).
+    pub fn observe(&self, namespace: Option<&str>, uid: &str) -> Vec<Observed<'_>> {
+        observe_children(&self.children, namespace, uid, Caches::OwnAndLegacy)
     }
-}
 
-/// The kind as the API server serves it, and whether its objects are namespaced.
-async fn resolve(client: &Client, gvk: &Gvk) -> Result<(ResolvedKind, Scope), DiscoveryError> {
-    let key = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
-    let (resource, caps) =
-        pinned_kind(client, &key)
-            .await
-            .map_err(|e| DiscoveryError::NotServed {
-                gvk: gvk.clone(),
-                reason: e.to_string(),
-            })?;
-    let kind = ResolvedKind {
-        gvk: gvk.clone(),
-        resource,
-    };
-    Ok((kind, caps.scope))
+    /// The children a release of the parent with `uid` deletes: only those carrying this
+    /// reconciler's identity. A legacy child of a parent it does not select may be another
+    /// reconciler's (two decorators of one kind): it is left to the one that selects its parent.
+    pub fn observe_own(&self, namespace: Option<&str>, uid: &str) -> Vec<Observed<'_>> {
+        observe_children(&self.children, namespace, uid, Caches::Own)
+    }
+
+    /// The cached object of the kind and name `child` names, its own or a legacy one: what the
+    /// ownership rule decides on.
+    pub fn cached(&self, child: &Child) -> Option<Arc<DynamicObject>> {
+        self.child_kind(child)
+            .cached(child.namespace(), &child.name)
+    }
+
+    /// The allow-listed kind of a validated child.
+    pub fn child_kind(&self, child: &Child) -> &ChildKind {
+        self.children
+            .iter()
+            .find(|c| c.kind.gvk == child.kind)
+            .expect("validated children are of allow-listed kinds")
+    }
+
+    /// How conditions and Events name a child (see [`ownership::child_id`]).
+    pub fn child_id(&self, child: &Child) -> String {
+        ownership::child_id(child, self.cluster_scoped)
+    }
+
+    /// [`Context::child_id`] of a child the parent already has.
+    pub fn observed_id(&self, observed: &Observed<'_>) -> String {
+        ownership::observed_id(observed, self.cluster_scoped)
+    }
+
+    /// The host's rules for `parent`, as the decision takes them.
+    pub fn host_rules(&self, parent: &DynamicObject) -> HostRules<'_> {
+        HostRules {
+            placement: self.placement(parent),
+            rules: &self.rules,
+            identity: &self.identity,
+            adopt_orphans: self.adopt_orphans,
+            cluster_scoped: self.cluster_scoped,
+            decorates: self.selection.decorates(),
+            finalizer: self.finalizer.as_deref(),
+        }
+    }
+
+    /// How many parents this reconciler takes: the cached ones its selector matches.
+    pub fn parents_taken(&self) -> usize {
+        match self.selection.decorates() {
+            true => self
+                .parents
+                .state()
+                .iter()
+                .filter(|p| self.selection.selects(p))
+                .count(),
+            false => self.parents.len(),
+        }
+    }
 }

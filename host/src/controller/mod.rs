@@ -2,62 +2,32 @@
 //! for each parent, and applies its answer (`reconcile`), using the reflector caches (`observe`),
 //! server-side apply and pruning (`apply`), the status subresource (`status`) and per-object backoff.
 
-mod applied;
-mod apply;
 mod backoff;
 mod context;
-mod create;
+mod decide;
 mod error;
-mod finalizer;
+mod execute;
 mod health;
-mod namespaces;
 mod observe;
-mod owner_index;
-mod ownership;
 mod reconcile;
-mod related;
 mod release;
-mod selection;
-mod shadow;
-mod status;
-mod sync;
-mod written_status;
+mod request;
+mod settings;
 
-use std::time::Duration;
-
-use crate::identity::Identity;
-use crate::kind::Gvk;
-pub use apply::{apply_body, owner_reference};
-pub use context::{ChildCache, ChildKind, Context, DiscoveryError, ResolvedKind};
-pub use error::ReconcileError;
+pub use context::Context;
+pub use decide::ownership::Claim;
+pub use decide::plan::{HostRules, Plan, Prune, Write, plan};
+pub use decide::start::{Released, Start, held, release_calls_guest, released, start};
+pub use decide::status::{HOST_STATUS_KEYS, READY, guest_part, status_of};
+pub use error::{ReconcileError, uid_of};
 pub use health::{HealthReport, ReconcilerHealth};
-pub use observe::{Observed, controlled_by, left_out, request};
-pub use owner_index::owners_of;
-pub use ownership::Claim;
+pub use observe::children::{Observed, controlled_by, left_out};
+pub use observe::kinds::{ChildCache, ChildKind, DiscoveryError, ResolvedKind};
+pub use observe::owner_index::owners_of;
+pub use observe::selection::{Selection, SelectionError, parent_key};
+pub use observe::sync::{Listed, as_cached, watch_cache};
 pub use reconcile::{error_policy, reconcile};
-pub use selection::{Selection, SelectionError, parent_key};
-pub use status::{HOST_STATUS_KEYS, READY, guest_part, status_of};
-pub use sync::{Listed, as_cached, watch_cache};
+pub use request::request;
+pub use settings::Settings;
 
 pub use crate::identity::{MANAGED_BY_LABEL, MANAGER};
-
-/// What defines one reconciler, whether from `run`'s flags or a `Reconciler` object.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Settings {
-    pub parent: Gvk,
-    pub children: Vec<Gvk>,
-    /// The kinds a module may read as related objects (separate from `children`, read-only).
-    pub related: Vec<Gvk>,
-    /// Only parents (and so children) in this namespace; `None`: all namespaces.
-    pub namespace: Option<String>,
-    pub finalizer: Option<String>,
-    pub concurrency: u16,
-    /// Re-run every parent this often, as a safety net; `None`: only on changes.
-    pub resync_period: Option<Duration>,
-    /// Take over existing objects that nothing controls when the guest names them (`--adopt-orphans`).
-    pub adopt_orphans: bool,
-    /// Which parents it takes (decorators) and where their children may live (cluster-scoped parents).
-    pub selection: Selection,
-    /// Whose children are its own: they carry this identity, and its caches hold only those.
-    pub identity: Identity,
-}

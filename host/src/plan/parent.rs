@@ -1,5 +1,6 @@
-//! The plan for one parent: the controller's reconcile up to the point where it would write, with
-//! every write asked of the API server in dry-run mode instead.
+//! The plan for one parent: the controller's decisions, carried out by a dry-run executor that asks the
+//! API server for every write in dry-run mode instead, and reports what would be created, changed,
+//! deleted and written to the status.
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
@@ -7,11 +8,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::controller::{
-    Claim, Context, MANAGER, Observed, ReconcileError, apply_body, guest_part, left_out,
-    owner_reference, parent_key, status_of,
+    Claim, Context, MANAGER, Observed, ReconcileError, Released, Start, guest_part, parent_key,
+    plan as decide, released, start, status_of, uid_of,
 };
 use crate::guest::Answer;
-use crate::validate::{Child, validate_in};
+use crate::validate::Child;
 
 /// What applying the module's answer would do to one parent.
 #[derive(Debug, Serialize)]
@@ -77,6 +78,9 @@ impl ParentPlan {
 /// Plans `parent` on the context's caches, filled as the controller's (`fill_caches`). `None` for a
 /// parent the host would not touch: one that `--parent-selector` does not take and that controls
 /// nothing carrying the reconciler's identity.
+///
+/// The dry-run executor: the decisions are the controller's (`controller::start`, `controller::plan`,
+/// `controller::released`); only carrying them out differs, every write asked in dry-run mode.
 pub async fn plan_parent(ctx: &Context, parent: &DynamicObject) -> Option<ParentPlan> {
     let namespace = parent.metadata.namespace.as_deref();
     let mut plan = ParentPlan::new(parent_key(parent));
@@ -92,10 +96,17 @@ pub async fn plan_parent(ctx: &Context, parent: &DynamicObject) -> Option<Parent
         true => ctx.observe(namespace, &uid),
         false => ctx.observe_own(namespace, &uid),
     };
-    let planned = match selects {
-        true => fill(&mut plan, ctx, parent, &observed).await,
-        false if observed.is_empty() => return None,
-        false => release(&mut plan, ctx, parent, &observed).await,
+    let planned = match start(parent, selects, ctx.finalizer.as_deref()) {
+        Start::Release if observed.is_empty() => return None,
+        Start::Release => release(&mut plan, ctx, parent, &observed).await,
+        // A parent without the finalizer yet is planned as the reconcile after it is added.
+        Start::AddFinalizer(_) | Start::Call { .. } => {
+            fill(&mut plan, ctx, parent, &observed).await
+        }
+        Start::AwaitGarbageCollection => {
+            plan.verdict = Verdict::Deleting;
+            return Some(plan);
+        }
     };
     if let Err(e) = planned {
         plan.verdict = Verdict::Failing;
@@ -123,11 +134,10 @@ async fn release(
     parent: &DynamicObject,
     observed: &[Observed<'_>],
 ) -> Result<(), ReconcileError> {
-    if answer(ctx, &plan.parent, parent, observed, true)
-        .await?
-        .finalized
-    {
-        plan.deleted = observed.iter().map(|o| ctx.observed_id(o)).collect();
+    let answer = answer(ctx, &plan.parent, parent, observed, true).await?;
+    let held = None;
+    if let Released::Done { prunes, .. } = released(&answer, observed, held, ctx.cluster_scoped) {
+        plan.deleted = prunes.into_iter().map(|prune| prune.id).collect();
     }
     Ok(())
 }
@@ -147,6 +157,8 @@ async fn answer(
     Ok(module.call(key, &request)?)
 }
 
+/// The controller's plan of the module's answer, carried out in dry-run mode: each write asked of
+/// the API server with `dryRun`, each deletion and the guest's status reported.
 async fn fill(
     plan: &mut ParentPlan,
     ctx: &Context,
@@ -154,34 +166,35 @@ async fn fill(
     observed: &[Observed<'_>],
 ) -> Result<(), ReconcileError> {
     let answer = answer(ctx, &plan.parent, parent, observed, false).await?;
-    let desired = validate_in(&answer, &ctx.placement(parent), &ctx.rules)?;
-    let owner = owner_reference(parent)?;
-    let uid = owner["uid"].as_str().unwrap_or_default();
-    let claims = ctx.claim_children(uid, &desired, observed)?;
+    let rules = ctx.host_rules(parent);
+    let decided = decide(parent, observed, &answer, false, &rules, |c| ctx.cached(c))?;
+    let uid = uid_of(parent)?;
 
     let dry_run = PatchParams::apply(MANAGER).force().dry_run();
-    for (child, claim) in desired.iter().zip(claims) {
-        let id = ctx.child_id(child);
+    // The report lists the children in the answer's order; the controller creates first.
+    let mut writes: Vec<_> = decided.writes.iter().collect();
+    writes.sort_by_key(|write| write.child);
+    for write in writes {
+        let child = decided.child(write);
         let api = ctx.api(&ctx.child_kind(child).kind, child.namespace());
         let failed = |source| ReconcileError::Apply {
-            child: id.clone(),
+            child: write.id.clone(),
             source,
         };
         // The child as it is now, not as listed: the cluster's controllers keep writing to it.
-        let before = match observed.iter().any(|o| o.is(child)) {
+        let before = match write.observed.is_some() {
             true => api.get_opt(&child.name).await.map_err(failed)?,
             false => None,
         };
-        let body = apply_body(&owner, child, &ctx.identity);
-        let created = match claim {
+        let created = match write.claim {
             // As the controller writes it: create-only, deciding on what a taken name holds.
-            Claim::Create => dry_run_create(ctx, &api, uid, child, &body).await?,
+            Claim::Create => dry_run_create(ctx, &api, uid, child, &write.body).await?,
             Claim::Apply | Claim::Adopt { .. } => None,
         };
         let after = match created {
             Some(created) => created,
             None => api
-                .patch(&child.name, &dry_run, &Patch::Apply(body))
+                .patch(&child.name, &dry_run, &Patch::Apply(&write.body))
                 .await
                 .map_err(failed)?,
         };
@@ -190,21 +203,21 @@ async fn fill(
             Some(before) => {
                 let patch = json_patch::diff(&as_compared(&before), &as_compared(&after));
                 if !patch.0.is_empty() {
-                    plan.changed.push(ChildChange { child: id, patch });
+                    let child = write.id.clone();
+                    plan.changed.push(ChildChange { child, patch });
                 }
             }
         }
     }
-    plan.deleted = left_out(observed, &desired)
-        .map(|o| ctx.observed_id(o))
+    plan.deleted = decided
+        .prunes
+        .iter()
+        .map(|prune| prune.id.clone())
         .collect();
 
-    // A decorated kind's status is not the host's to write (see `--parent-selector`).
-    if let Some(status) = answer
-        .status
-        .as_ref()
-        .filter(|_| !ctx.selection.decorates())
-    {
+    // A decorated kind's status is not the host's to write (see `--parent-selector`): no status then.
+    let status = decided.status.as_ref();
+    if let Some(status) = status.and_then(|status| status.guest_status.as_ref()) {
         let before = Value::Object(guest_part(&status_of(parent)));
         let patch = json_patch::diff(&before, &Value::Object(guest_part(status)));
         plan.status = (!patch.0.is_empty()).then_some(patch);

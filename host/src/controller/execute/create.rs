@@ -11,15 +11,15 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
-use super::MANAGER;
-use super::context::Context;
-use super::error::ReconcileError;
-use super::ownership::Claim;
+use super::super::context::Context;
+use super::super::decide::ownership::{Claim, claim};
+use super::super::error::ReconcileError;
+use super::super::observe::sync::pending_update;
+use crate::identity::MANAGER;
 use crate::validate::Child;
 
 /// What a create-only write of one child came to.
@@ -33,7 +33,7 @@ pub struct Created {
 
 impl Context {
     /// POSTs `body` for `child`; on `AlreadyExists`, decides on the object found
-    /// ([`Context::claim_existing`]) and, if the parent may write it, applies `body` as that claim
+    /// ([`Context::claim_existing`], the ownership rule of the decision) and, if the parent may write it, applies `body` as that claim
     /// says. A refusal (`ChildOwnedByOther`, `ChildExists`) is the same as for a cached object.
     pub async fn create_child(
         &self,
@@ -80,13 +80,39 @@ impl Context {
         })
     }
 
+    /// After a create-only write of `child` found the name taken (409 `AlreadyExists`): the object
+    /// now there, and the claim on it as for a cached one (`Apply` if this parent controls it, e.g. a
+    /// child the cache has not seen yet). `None` if it is gone again.
+    pub async fn claim_existing(
+        &self,
+        parent_uid: &str,
+        child: &Child,
+    ) -> Result<Option<(Claim, DynamicObject)>, ReconcileError> {
+        let existing = self
+            .api(&self.child_kind(child).kind, child.namespace())
+            .get_opt(&child.name)
+            .await
+            .map_err(|source| ReconcileError::Lookup {
+                child: self.child_id(child),
+                source,
+            })?;
+        let id = self.child_id(child);
+        match existing {
+            Some(object) => Ok(Some((
+                claim(parent_uid, &id, &object, self.adopt_orphans)?,
+                object,
+            ))),
+            None => Ok(None),
+        }
+    }
+
     /// Turns the host's `Update` entry of `object`'s managedFields into its `Apply` entry, so that
     /// the host's applies own (and may remove) what its POST wrote. The patch tests the entries it
     /// changes; if they moved meanwhile (another writer's entry sorted before it), it is recomputed
     /// from a fresh read, a few times. A child still carrying the entry after that keeps it in the
     /// cache (`sync::as_cached`), and its next reconcile, which the change that moved it causes,
     /// tries again.
-    pub(super) async fn take_fields(
+    pub async fn take_fields(
         &self,
         api: &Api<DynamicObject>,
         id: &str,
@@ -129,7 +155,7 @@ impl Context {
 
     /// For an observed child whose cached entry shows the host's `Update` entry still pending: read it
     /// (the cache keeps no fields) and take its fields.
-    pub(super) async fn take_pending_fields(
+    pub async fn take_pending_fields(
         &self,
         child: &Child,
         observed: &DynamicObject,
@@ -158,24 +184,6 @@ fn is_update_of_host(entry: &Value) -> bool {
     entry["manager"] == MANAGER
         && entry["operation"] == "Update"
         && entry["subresource"].as_str().unwrap_or_default().is_empty()
-}
-
-/// Whether `entry` is the host's `Update` entry of the object itself (not of a subresource): what a
-/// POST of the host wrote, not yet moved to the host's `Apply` entry.
-pub fn is_pending(entry: &ManagedFieldsEntry) -> bool {
-    entry.manager.as_deref() == Some(MANAGER)
-        && entry.operation.as_deref() == Some("Update")
-        && entry.subresource.as_deref().unwrap_or_default().is_empty()
-}
-
-/// Whether an object (as cached: entries without their fields) still has the host's `Update` entry.
-pub fn pending_update(object: &DynamicObject) -> bool {
-    object
-        .metadata
-        .managed_fields
-        .iter()
-        .flatten()
-        .any(is_pending)
 }
 
 /// The JSON Patch that moves the host's `Update` entry to its `Apply` entry, or `None` if there is

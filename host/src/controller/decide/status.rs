@@ -1,6 +1,6 @@
-//! The parent's status: the guest's part, plus the host's `observedGeneration`, `moduleDigest` and
-//! `Ready` condition, written through the status subresource only when it changed (and not again
-//! while the cache has yet to show the host's own write: `written_status`).
+//! The parent's desired status: the guest's part, plus the host's `observedGeneration`, `moduleDigest`
+//! and `Ready` condition. The executor writes it through the status subresource only when it changed
+//! (`execute::status`).
 //!
 //! `moduleDigest` names the module whose answer brought the parent to its state. An answer that changes
 //! nothing (no child written, the same guest status) leaves it, so that a swap to a module that answers
@@ -8,12 +8,8 @@
 //! (`reconcile_host_active_module`, the `Reconciler` status), not every parent's.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
-
-use super::context::Context;
-use super::error::{ReconcileError, name_of, uid_of};
 
 /// The condition type the host owns.
 pub const READY: &str = "Ready";
@@ -38,48 +34,6 @@ pub enum Outcome<'a> {
     },
 }
 
-impl Context {
-    pub async fn write_status(
-        &self,
-        parent: &DynamicObject,
-        outcome: Outcome<'_>,
-    ) -> Result<(), ReconcileError> {
-        // A decorated kind is not the host's: its status is left to its owner (see `selection`).
-        if self.selection.decorates() {
-            return Ok(());
-        }
-        let current = status_of(parent);
-        let desired = desired_status(&current, parent.metadata.generation, outcome);
-        if desired == current {
-            self.metrics.status_write("unchanged");
-            return Ok(());
-        }
-        let uid = uid_of(parent)?;
-        let version = parent.metadata.resource_version.as_deref();
-        if self.written_status.already_written(uid, version, &desired) {
-            self.metrics.status_write("stale_cache");
-            return Ok(());
-        }
-        // A merge patch that nulls the keys the new status drops: the guest's part is replaced, not merged.
-        let mut patch = desired.clone();
-        for key in current.keys() {
-            patch.entry(key.clone()).or_insert(Value::Null);
-        }
-        let name = name_of(parent)?;
-        self.parent_api(parent)
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": patch })),
-            )
-            .await
-            .map_err(ReconcileError::Parent)?;
-        self.written_status.record(uid, version, &desired);
-        self.metrics.status_write("written");
-        Ok(())
-    }
-}
-
 /// The parent's `.status` as it is (empty if it has none).
 pub fn status_of(parent: &DynamicObject) -> Map<String, Value> {
     parent
@@ -91,7 +45,7 @@ pub fn status_of(parent: &DynamicObject) -> Map<String, Value> {
 }
 
 /// The whole new `.status`, computed from the current one so that an unchanged status costs no write.
-fn desired_status(
+pub fn desired_status(
     current: &Map<String, Value>,
     generation: Option<i64>,
     outcome: Outcome<'_>,

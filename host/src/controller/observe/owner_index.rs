@@ -13,8 +13,6 @@ use kube::api::ApiResource;
 use kube::core::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 
-use super::ownership::controller_of;
-
 /// A child's `(namespace, name)`.
 type Key = (String, String);
 
@@ -82,6 +80,19 @@ fn entry(object: &DynamicObject) -> Option<(&str, Key)> {
     let uid = controller_uid(object)?;
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     Some((uid, (namespace, object.metadata.name.clone()?)))
+}
+
+/// The controller ownerReference of an object, if it has one: the ownership rule decides on it, and
+/// the owner index keys on it.
+pub fn controller_of(
+    object: &DynamicObject,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
 }
 
 /// The UID in the controller ownerReference of `object`, if it has one.

@@ -3,22 +3,18 @@
 //! an Event on the parent naming the first differing JSON pointer, a log line with the diff), so that
 //! new logic is judged on live inputs before it is promoted (by making it the active module: a swap).
 //!
-//! The candidate runs after the active answer is applied, in a task of its own: it never delays a
-//! reconcile. At most `SHADOW_CALLS` candidate calls run at once, so a candidate that loops or hoards
+//! This file holds the comparison and the candidate's state; the call itself runs after the active
+//! answer is applied, in a task of its own (`execute::shadow`): it never delays a reconcile. At most `SHADOW_CALLS` candidate calls run at once, so a candidate that loops or hoards
 //! memory holds at most that many threads and memory caps (of the shared budget), and fails only itself.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use kube::core::DynamicObject;
-use kube::runtime::events::EventType;
 use serde_json::{Map, Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
-use super::context::Context;
-use crate::guest::{Answer, Module, Request};
-use crate::text::truncate;
-use crate::validate::{Child, child_id, validate_in};
+use crate::guest::{Answer, GuestError, Module};
+use crate::validate::{Child, Placement, Rules, child_id, validate_in};
 
 /// Candidate calls at once.
 const SHADOW_CALLS: usize = 2;
@@ -55,6 +51,11 @@ impl Shadow {
         self.module.read().expect("shadow lock poisoned").clone()
     }
 
+    /// A turn among the `SHADOW_CALLS` candidate calls that may run at once (`None`: never, closed).
+    pub async fn permit(&self) -> Option<SemaphorePermit<'_>> {
+        self.calls.acquire().await.ok()
+    }
+
     /// Makes `module` the candidate; every parent is compared afresh.
     pub fn set_module(&self, module: Arc<Module>) {
         *self.module.write().expect("shadow lock poisoned") = Some(module);
@@ -64,7 +65,7 @@ impl Shadow {
     /// Records `verdict` for `parent`; returns whether the verdict changed, and the counts of each
     /// kind. Holding more verdicts than there are `live` parents means some parent was deleted: only
     /// then are the verdicts of parents for which `exists` is false forgotten.
-    fn record(
+    pub fn record(
         &self,
         parent: &str,
         verdict: Verdict,
@@ -109,75 +110,27 @@ pub fn comparable(children: &[Child], answer: &Answer) -> Value {
     })
 }
 
-impl Context {
-    /// Calls the candidate, if there is one, on `request` in the background and reports how its answer
-    /// compares with the active one (`active`, from `comparable`).
-    pub fn compare_in_shadow(
-        self: &Arc<Self>,
-        parent: &Arc<DynamicObject>,
-        key: &str,
-        request: Request,
-        active: Value,
-    ) {
-        let Some(candidate) = self.shadow.module() else {
-            return;
-        };
-        let (ctx, parent, key) = (self.clone(), parent.clone(), key.to_string());
-        tokio::spawn(async move {
-            let Ok(_permit) = ctx.shadow.calls.acquire().await else {
-                return;
-            };
-            let placement = ctx.placement(&parent);
-            let (module, tag) = (candidate.clone(), key.clone());
-            let answer = tokio::task::spawn_blocking(move || module.call(&tag, &request)).await;
-            let (verdict, diff) = match answer {
-                Err(_) => (Verdict::Failing("GuestCallCancelled"), String::new()),
-                Ok(Err(e)) => (Verdict::Failing(e.reason()), e.to_string()),
-                Ok(Ok(answer)) => match validate_in(&answer, &placement, &ctx.rules) {
-                    Err(e) => (Verdict::Failing("InvalidGuestOutput"), e.to_string()),
-                    Ok(children) => compare(&active, &comparable(&children, &answer)),
-                },
-            };
-            ctx.report_shadow(&parent, &key, &candidate, verdict, diff)
-                .await;
-        });
-    }
-
-    async fn report_shadow(
-        &self,
-        parent: &DynamicObject,
-        key: &str,
-        candidate: &Module,
-        verdict: Verdict,
-        diff: String,
-    ) {
-        let live = self.parents.len();
-        let (changed, [agrees, differs, failing]) =
-            self.shadow
-                .record(key, verdict.clone(), live, |key| self.parent_exists(key));
-        self.metrics.shadow_parents(agrees, differs, failing);
-        let digest = candidate.short_digest();
-        let (reason, note) = match &verdict {
-            Verdict::Agrees => return,
-            Verdict::Differs(pointer) => (
-                "ShadowDiffers",
-                format!("shadow module {digest} answers differently, first at {pointer}"),
-            ),
-            Verdict::Failing(why) => (
-                "ShadowFailed",
-                format!("shadow module {digest} gave no usable answer: {why}"),
-            ),
-        };
-        tracing::info!(parent = %key, shadow = digest, ?verdict, diff = %truncate(diff, 2000), "shadow module disagrees");
-        // One Event per change of verdict, not one per reconcile.
-        if changed {
-            self.publish(parent, EventType::Normal, reason, note).await;
-        }
+/// The verdict on the candidate's `answer` (`None`: the call was cancelled), validated as the active
+/// one was (`placement`, `rules`), against the active answer `active` (see [`comparable`]); and the diff
+/// or error for the log.
+pub fn verdict_of(
+    answer: Option<Result<Answer, GuestError>>,
+    placement: &Placement,
+    rules: &Rules,
+    active: &Value,
+) -> (Verdict, String) {
+    match answer {
+        None => (Verdict::Failing("GuestCallCancelled"), String::new()),
+        Some(Err(e)) => (Verdict::Failing(e.reason()), e.to_string()),
+        Some(Ok(answer)) => match validate_in(&answer, placement, rules) {
+            Err(e) => (Verdict::Failing("InvalidGuestOutput"), e.to_string()),
+            Ok(children) => compare(active, &comparable(&children, &answer)),
+        },
     }
 }
 
 /// How `candidate` compares with `active`, and the diff (a JSON Patch) for the log.
-fn compare(active: &Value, candidate: &Value) -> (Verdict, String) {
+pub fn compare(active: &Value, candidate: &Value) -> (Verdict, String) {
     let patch = json_patch::diff(active, candidate);
     let Some(first) = patch.0.first() else {
         return (Verdict::Agrees, String::new());

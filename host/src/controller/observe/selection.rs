@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use kube::core::DynamicObject;
 
-use super::context::Context;
 use crate::kind::Gvk;
 use crate::selector::LabelSelector;
 use crate::validate::Placement;
@@ -126,21 +125,6 @@ impl Selection {
                 namespaces: allowed,
                 rule: rules.join(" or "),
             },
-        }
-    }
-}
-
-impl Context {
-    /// How many parents this reconciler takes: the cached ones its selector matches.
-    pub fn parents_taken(&self) -> usize {
-        match self.selection.decorates() {
-            true => self
-                .parents
-                .state()
-                .iter()
-                .filter(|p| self.selection.selects(p))
-                .count(),
-            false => self.parents.len(),
         }
     }
 }

@@ -1,17 +1,18 @@
 //! Observed children, read from the reflector caches (found through their owner index): no GET, and
 //! no scan of the cache, per reconcile. Which caches: a parent the reconciler selects sees its own
-//! children and the legacy ones (no reconciler named yet); a parent it releases, only its own.
+//! children and the legacy ones (no reconciler named yet); a parent it releases, only its own
+//! (`Context::observe`, `Context::observe_own`).
 
 use std::sync::Arc;
 
 use kube::core::DynamicObject;
 
-use super::context::{ChildKind, Context, ResolvedKind};
+use super::kinds::{ChildKind, ResolvedKind};
 use super::owner_index::controller_uid;
-use crate::guest::Request;
 use crate::validate::Child;
 
 /// A child the parent owns (controller ownerReference) as the cache last saw it.
+#[derive(Clone, Debug)]
 pub struct Observed<'a> {
     pub kind: &'a ResolvedKind,
     pub object: Arc<DynamicObject>,
@@ -40,44 +41,15 @@ pub fn left_out<'o, 'a>(
         .filter(|o| !desired.iter().any(|child| o.is(child)))
 }
 
-/// The guest's request for `parent`: it and the children it controls, as JSON.
-pub fn request(parent: &DynamicObject, observed: &[Observed<'_>], finalizing: bool) -> Request {
-    Request {
-        parent: serde_json::to_string(parent).expect("objects serialize"),
-        children: observed
-            .iter()
-            .map(|o| serde_json::to_string(o.object.as_ref()).expect("objects serialize"))
-            .collect(),
-        related: Vec::new(),
-        finalizing,
-    }
-}
-
-impl Context {
-    /// The children a reconcile of the parent with `uid` acts on, when this reconciler selects it:
-    /// every cached child whose controller ownerReference is that parent, in the parent's
-    /// `namespace` (any namespace for a cluster-scoped parent: `None`), its own and the legacy ones
-    /// (made before children named their reconciler: the apply names them, the prune may delete them).
-    pub fn observe(&self, namespace: Option<&str>, uid: &str) -> Vec<Observed<'_>> {
-        observe_children(&self.children, namespace, uid, Caches::OwnAndLegacy)
-    }
-
-    /// The children a release of the parent with `uid` deletes: only those carrying this
-    /// reconciler's identity. A legacy child of a parent it does not select may be another
-    /// reconciler's (two decorators of one kind): it is left to the one that selects its parent.
-    pub fn observe_own(&self, namespace: Option<&str>, uid: &str) -> Vec<Observed<'_>> {
-        observe_children(&self.children, namespace, uid, Caches::Own)
-    }
-}
-
 /// Which caches of a child kind a reconcile reads.
 #[derive(Clone, Copy, PartialEq)]
-enum Caches {
+pub enum Caches {
     Own,
     OwnAndLegacy,
 }
 
-fn observe_children<'a>(
+/// The children of the parent with `uid` in `which` caches of each kind (see `Context::observe`).
+pub fn observe_children<'a>(
     children: &'a [ChildKind],
     namespace: Option<&str>,
     uid: &str,

@@ -19,8 +19,10 @@ use kube::core::{DynamicObject, TypeMeta};
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
-use super::context::{Context, ResolvedKind};
+use super::super::context::Context;
+use super::kinds::ResolvedKind;
 use super::owner_index::OwnerIndex;
+use crate::identity::MANAGER;
 
 /// Whether a cache has finished its first list; any number of tasks may wait for it.
 ///
@@ -89,13 +91,31 @@ pub fn as_cached(object: &mut DynamicObject, types: &TypeMeta) {
     object.types = Some(types.clone());
     let entries = object.metadata.managed_fields.take().unwrap_or_default();
     let pending: Vec<_> = (entries.into_iter())
-        .filter(super::create::is_pending)
+        .filter(is_pending)
         .map(|entry| ManagedFieldsEntry {
             fields_v1: None,
             ..entry
         })
         .collect();
     object.metadata.managed_fields = (!pending.is_empty()).then_some(pending);
+}
+
+/// Whether `entry` is the host's `Update` entry of the object itself (not of a subresource): what a
+/// POST of the host wrote, not yet moved to the host's `Apply` entry.
+pub fn is_pending(entry: &ManagedFieldsEntry) -> bool {
+    entry.manager.as_deref() == Some(MANAGER)
+        && entry.operation.as_deref() == Some("Update")
+        && entry.subresource.as_deref().unwrap_or_default().is_empty()
+}
+
+/// Whether an object (as cached: entries without their fields) still has the host's `Update` entry.
+pub fn pending_update(object: &DynamicObject) -> bool {
+    object
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .any(is_pending)
 }
 
 /// The objects of `events` that may concern a parent, once `store` holds them: a list's objects are

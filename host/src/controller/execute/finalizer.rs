@@ -1,21 +1,12 @@
 //! The host's finalizer: added to live parents, removed once the guest answers `finalized` for a parent
-//! being deleted. JSON patches with a `test` op, so a concurrent edit of the list is never clobbered.
+//! being deleted (when: `decide::start`, `decide::plan`). JSON patches with a `test` op, so a concurrent edit of the list is never clobbered.
 
 use kube::api::{Patch, PatchParams};
 use kube::core::DynamicObject;
 use serde_json::json;
 
-use super::context::Context;
-use super::error::{ReconcileError, name_of};
-
-pub fn has_finalizer(parent: &DynamicObject, finalizer: &str) -> bool {
-    parent
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == finalizer)
-}
+use super::super::context::Context;
+use super::super::error::{ReconcileError, name_of};
 
 impl Context {
     pub async fn add_finalizer(
