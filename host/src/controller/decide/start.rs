@@ -103,6 +103,9 @@ pub fn released<'a>(
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
     use super::super::fixtures::{answer, observed_in, parent};
     use super::*;
 
@@ -111,9 +114,9 @@ mod tests {
         let live = parent(&[]);
         let held = parent(&["example.com/f"]);
         let mut deleted_held = held.clone();
-        deleted_held.metadata.deletion_timestamp = Some(Default::default());
+        deleted_held.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
         let mut deleted = live.clone();
-        deleted.metadata.deletion_timestamp = Some(Default::default());
+        deleted.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
         let f = Some("example.com/f");
         let table: [(&str, &DynamicObject, bool, Option<&str>, Start); 7] = [
             ("not selected", &held, false, f, Start::Release),
