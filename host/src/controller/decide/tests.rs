@@ -59,8 +59,17 @@ fn each_child_is_claimed_or_the_answer_refused_with_its_reason() {
         resource_version: "7".into(),
     };
     let one = |name: &str| answer(vec![desired(name)]);
+    /// A case: its name, the cached objects (name, controller UID), the answer, adopt-orphans, and
+    /// the claims or the refusal's reason.
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a str, Option<&'a str>)],
+        Answer,
+        bool,
+        Result<Vec<(String, Claim)>, &'a str>,
+    );
     #[rustfmt::skip]
-    let table: Vec<(&str, &[(&str, Option<&str>)], Answer, bool, Result<Vec<(String, Claim)>, &str>)> = vec![
+    let table: Vec<Case> = vec![
         ("nothing cached: create-only", &[], one("a"), false,
             Ok(vec![("ConfigMap/a".into(), Claim::Create)])),
         ("the parent controls it: apply", &[("a", MINE)], one("a"), false,

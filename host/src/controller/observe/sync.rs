@@ -31,9 +31,15 @@ use crate::identity::MANAGER;
 #[derive(Clone)]
 pub struct Listed(tokio::sync::watch::Sender<bool>);
 
+impl Default for Listed {
+    fn default() -> Self {
+        Listed(tokio::sync::watch::Sender::new(false))
+    }
+}
+
 impl Listed {
     pub fn new() -> Self {
-        Listed(tokio::sync::watch::Sender::new(false))
+        Listed::default()
     }
 
     fn set(&self) {
