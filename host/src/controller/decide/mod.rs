@@ -16,12 +16,12 @@
 //! | `RelatedNotAllowed`, `RelatedInvalid` | decision: `related` (`crate::related::check`) | `decide::tests`, `related::selector` |
 //! | `GuestRelatedFailed` | decision: `related` (the `related` call failed) | `decide::tests` |
 //! | `Guest*` (`GuestError::reason`) | guest stage: the reconcile call | `guest` tests, e2e |
-//! | `GuestCallCancelled` | guest stage: the blocking task was cancelled | - |
-//! | `CreateFailed` | executor: the API server refused a create-only POST | `e2e_platform_isolation` |
-//! | `ChildLookupFailed` | executor: reading the object a 409 found | `e2e_ownership` (path) |
-//! | `ApplyFailed` | executor: the API server refused an apply (an adoption's precondition) | e2e |
-//! | `PruneFailed` | executor: the API server refused a deletion | e2e |
-//! | `ParentUpdateFailed` | executor: a status or finalizer patch was refused | e2e |
+//! | `GuestCallCancelled` | guest stage: the blocking task was cancelled (a runtime shutting down) | not tested: no test can cancel a blocking task on demand |
+//! | `CreateFailed` | executor: the API server refused a create-only POST | `e2e_platform_isolation`, `e2e_deploy_rbac` |
+//! | `ChildLookupFailed` | executor: reading the object a 409 found | `e2e_deploy_rbac` |
+//! | `ApplyFailed` | executor: the API server refused an apply (an adoption's precondition) | `e2e_deploy_rbac`, `e2e_plan` |
+//! | `PruneFailed` | executor: the API server refused a deletion | `e2e_deploy_rbac` |
+//! | `ParentUpdateFailed` | executor: a status or finalizer patch was refused | `e2e_deploy_rbac` |
 
 #[cfg(test)]
 mod fixtures;
