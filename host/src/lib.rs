@@ -22,6 +22,7 @@ pub mod plan;
 pub mod platform;
 pub mod related;
 pub mod render;
+pub mod rule;
 pub mod selector;
 pub mod source;
 pub mod telemetry;
