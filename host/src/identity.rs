@@ -14,16 +14,11 @@ use std::fmt;
 use sha2::{Digest as _, Sha256};
 
 use crate::kind::Gvk;
+pub use crate::names::{
+    LEASE_PREFIX, MANAGED_BY_LABEL, MANAGER, RECONCILER_ANNOTATION, RECONCILER_LABEL,
+};
 use crate::selector::LabelSelector;
 
-/// The field manager of every apply, and the value of the managed-by label on children.
-pub const MANAGER: &str = "reconcile-host";
-/// Label the host puts on every child, whichever reconciler made it.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Label naming the reconciler that made a child ([`Identity::label`]); its caches select on it.
-pub const RECONCILER_LABEL: &str = "reconcile-host.dev/reconciler";
-/// Annotation with the reconciler's full name, on children whose label is a shortened form of it.
-pub const RECONCILER_ANNOTATION: &str = "reconcile-host.dev/reconciler";
 /// The longest label value Kubernetes accepts.
 const MAX_LABEL_VALUE: usize = 63;
 /// Hex digits of sha256 kept in a shortened label: 40 bits, enough that two reconcilers of one
@@ -31,8 +26,6 @@ const MAX_LABEL_VALUE: usize = 63;
 const HASH_HEX: usize = 10;
 /// Hex digits of sha256 of a `run` decorator's selector in its default name.
 const SELECTOR_HASH_HEX: usize = 8;
-/// What the default Lease name puts before a `run` name.
-pub const LEASE_PREFIX: &str = "reconcile-host-";
 
 /// The identity of one reconciler: its full name, and the label value its children carry.
 #[derive(Clone, Debug, PartialEq, Eq)]

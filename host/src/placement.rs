@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::validate::Rule;
+use crate::rule::Rule;
 
 /// Where a parent's children may live, and so which rule refuses a child elsewhere.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,97 +51,5 @@ impl Placement {
                 allowed: rule.clone(),
             }),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::guest::Answer;
-    use crate::validate::{Rules, validate_in};
-    use serde_json::{Value, json};
-
-    fn rules() -> Rules {
-        Rules::new(Some(vec!["v1/ConfigMap".parse().unwrap()]))
-    }
-
-    fn answer(children: Vec<Value>) -> Answer {
-        Answer {
-            children,
-            ..Answer::default()
-        }
-    }
-
-    fn cm(name: &str) -> Value {
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
-    }
-
-    #[test]
-    fn a_cluster_scoped_parent_s_children_name_an_allowed_namespace() {
-        let placement = Placement::Allowed {
-            namespaces: ["team-a".to_string(), "team-b".to_string()].into(),
-            rule: "--child-namespace team-a, team-b".into(),
-        };
-        let check = |child: Value| validate_in(&answer(vec![child]), &placement, &rules());
-        let mut child = cm("settings");
-        let err = check(child.clone()).unwrap_err();
-        assert!(matches!(err.rule, Rule::NoNamespace { .. }), "{err}");
-        assert!(
-            err.to_string().contains("--child-namespace team-a"),
-            "{err}"
-        );
-        child["metadata"]["namespace"] = json!("kube-system");
-        let err = check(child.clone()).unwrap_err();
-        assert_eq!(
-            err.rule,
-            Rule::NamespaceNotAllowed {
-                namespace: "kube-system".into(),
-                allowed: "--child-namespace team-a, team-b".into()
-            }
-        );
-        child["metadata"]["namespace"] = json!("team-b");
-        assert_eq!(check(child).unwrap()[0].namespace(), "team-b");
-    }
-
-    #[test]
-    fn a_cluster_scoped_parent_may_reuse_a_child_name_in_another_namespace_only() {
-        let placement = Placement::Allowed {
-            namespaces: ["team-a".to_string(), "team-b".to_string()].into(),
-            rule: "--child-namespace team-a, team-b".into(),
-        };
-        let in_namespace = |namespace: &str| {
-            let mut child = cm("settings");
-            child["metadata"]["namespace"] = json!(namespace);
-            child
-        };
-        let both = vec![in_namespace("team-a"), in_namespace("team-b")];
-        assert_eq!(
-            validate_in(&answer(both), &placement, &rules())
-                .unwrap()
-                .len(),
-            2
-        );
-        let twice = vec![in_namespace("team-b"), in_namespace("team-b")];
-        let err = validate_in(&answer(twice), &placement, &rules()).unwrap_err();
-        assert_eq!(err.rule, Rule::Duplicate);
-        assert_eq!(
-            err.child, "ConfigMap/team-b/settings",
-            "which of the two: {err}"
-        );
-    }
-
-    #[test]
-    fn a_namespace_parent_keeps_its_children_in_itself_by_default() {
-        let placement = Placement::ParentItself("team-a".into());
-        let check = |child: Value| validate_in(&answer(vec![child]), &placement, &rules());
-        assert_eq!(check(cm("quota")).unwrap()[0].namespace(), "team-a");
-        let mut child = cm("quota");
-        child["metadata"]["namespace"] = json!("default");
-        let err = check(child).unwrap_err();
-        assert!(
-            matches!(err.rule, Rule::OutsideParentNamespace { .. }),
-            "{err}"
-        );
-        assert!(err.to_string().contains("--child-namespace"), "{err}");
     }
 }

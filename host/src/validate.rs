@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::guest::Answer;
 use crate::kind::Gvk;
 pub use crate::placement::Placement;
+pub use crate::rule::Rule;
 
 /// What a guest may produce for one parent.
 #[derive(Clone, Debug)]
@@ -43,42 +44,6 @@ pub struct ValidationError {
     /// `Kind/name` (`Kind/namespace/name` for a cluster-scoped parent) where known, else `#index`.
     pub child: String,
     pub rule: Rule,
-}
-
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum Rule {
-    #[error("is {0}, not a JSON object")]
-    NotAnObject(&'static str),
-    #[error("has no string field `{0}`")]
-    MissingField(&'static str),
-    #[error("kind {api_version}/{kind} is not allow-listed (allowed: {allowed})")]
-    KindNotAllowed {
-        api_version: String,
-        kind: String,
-        allowed: String,
-    },
-    #[error(
-        "is in namespace `{namespace}`, but children must be in the parent's namespace `{parent}`"
-    )]
-    OtherNamespace { namespace: String, parent: String },
-    #[error(
-        "is in namespace `{namespace}`, but the children of Namespace `{parent}` must be in it (the host was given no --child-namespace)"
-    )]
-    OutsideParentNamespace { namespace: String, parent: String },
-    #[error(
-        "has no metadata.namespace; a cluster-scoped parent's children must name theirs ({allowed})"
-    )]
-    NoNamespace { allowed: String },
-    #[error("is in namespace `{namespace}`, which is not allowed ({allowed})")]
-    NamespaceNotAllowed { namespace: String, allowed: String },
-    #[error("name `{name}` is not a valid object name: {reason}")]
-    InvalidName { name: String, reason: &'static str },
-    #[error("is {size} bytes, more than the limit of {max}")]
-    TooLarge { size: usize, max: usize },
-    #[error("appears twice")]
-    Duplicate,
-    #[error("the answer has {count} children, more than the limit of {max}")]
-    TooMany { count: usize, max: usize },
 }
 
 /// How messages name a child: `Kind/name`, or `Kind/namespace/name` where a parent's children may
@@ -248,127 +213,5 @@ pub fn check_name(name: &str) -> Result<(), &'static str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn rules() -> Rules {
-        Rules::new(Some(vec![
-            "apps/v1/Deployment".parse().unwrap(),
-            "v1/ConfigMap".parse().unwrap(),
-        ]))
-    }
-
-    fn answer(children: Vec<Value>) -> Answer {
-        Answer {
-            children,
-            ..Answer::default()
-        }
-    }
-
-    fn refused(children: Vec<Value>) -> ValidationError {
-        validate(&answer(children), "team-a", &rules()).expect_err("should be refused")
-    }
-
-    fn cm(name: &str) -> Value {
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
-    }
-
-    #[test]
-    fn accepts_allowed_kinds_and_fills_the_namespace() {
-        let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "demo-app-deploy", "namespace": "team-a"}});
-        let children = validate(&answer(vec![deploy, cm("settings")]), "team-a", &rules()).unwrap();
-        assert_eq!(children.len(), 2);
-        assert_eq!(children[0].name, "demo-app-deploy");
-        assert_eq!(children[1].kind.kind, "ConfigMap");
-        assert_eq!(children[1].object["metadata"]["namespace"], "team-a");
-    }
-
-    #[test]
-    fn refuses_a_kind_outside_the_allow_list() {
-        let crb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": "pwn"}});
-        let err = refused(vec![crb]);
-        assert_eq!(err.child, "ClusterRoleBinding/pwn");
-        assert!(
-            matches!(err.rule, Rule::KindNotAllowed { ref kind, .. } if kind == "ClusterRoleBinding")
-        );
-        assert!(err.to_string().contains("not allow-listed"), "{err}");
-    }
-
-    #[test]
-    fn refuses_the_right_kind_at_another_version() {
-        let old =
-            json!({"apiVersion": "apps/v1beta2", "kind": "Deployment", "metadata": {"name": "x"}});
-        assert!(matches!(
-            refused(vec![old]).rule,
-            Rule::KindNotAllowed { .. }
-        ));
-    }
-
-    #[test]
-    fn refuses_another_namespace() {
-        let mut child = cm("settings");
-        child["metadata"]["namespace"] = json!("kube-system");
-        let err = refused(vec![child]);
-        assert_eq!(
-            err.rule,
-            Rule::OtherNamespace {
-                namespace: "kube-system".into(),
-                parent: "team-a".into()
-            }
-        );
-    }
-
-    #[test]
-    fn refuses_invalid_names() {
-        for name in [
-            "Not_A_Valid_Name",
-            "",
-            "-leading",
-            "trailing-",
-            &"a".repeat(254),
-        ] {
-            let err = refused(vec![cm(name)]);
-            assert!(
-                matches!(err.rule, Rule::InvalidName { .. }),
-                "{name}: {err}"
-            );
-        }
-    }
-
-    #[test]
-    fn refuses_missing_fields_and_non_objects() {
-        assert_eq!(
-            refused(vec![json!("text")]).rule,
-            Rule::NotAnObject("a string")
-        );
-        assert_eq!(
-            refused(vec![json!({"kind": "ConfigMap"})]).rule,
-            Rule::MissingField("apiVersion")
-        );
-        assert_eq!(
-            refused(vec![json!({"apiVersion": "v1", "kind": "ConfigMap"})]).rule,
-            Rule::MissingField("metadata.name")
-        );
-    }
-
-    #[test]
-    fn refuses_too_many_too_large_and_duplicates() {
-        let many = (0..101).map(|i| cm(&format!("cm-{i}"))).collect();
-        assert_eq!(
-            refused(many).rule,
-            Rule::TooMany {
-                count: 101,
-                max: 100
-            }
-        );
-
-        let mut big = cm("big");
-        big["data"] = json!({"blob": "x".repeat(600 << 10)});
-        assert!(matches!(refused(vec![big]).rule, Rule::TooLarge { .. }));
-
-        assert_eq!(refused(vec![cm("same"), cm("same")]).rule, Rule::Duplicate);
-    }
-}
+#[path = "validate_tests.rs"]
+mod tests;

@@ -71,3 +71,6 @@ pub enum Command {
     #[command(name = crate::guest::COMPILE_COMMAND, hide = true)]
     CompileModule(CompileModuleArgs),
 }
+
+#[cfg(test)]
+mod tests;

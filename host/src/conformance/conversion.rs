@@ -8,7 +8,7 @@ use anyhow::Context;
 use serde_json::Value;
 
 use super::diff::difference;
-use super::{check_error, expected_error};
+use super::expected_error::{check_error, expected_error};
 use crate::guest::Module;
 use crate::render::read_documents;
 

@@ -28,6 +28,7 @@
 
 mod conversion;
 mod diff;
+mod expected_error;
 mod reconcile;
 
 use std::fmt;
@@ -39,7 +40,7 @@ use crate::cli::ConformanceArgs;
 use conversion::ConversionCase;
 use reconcile::ReconcileCase;
 
-use crate::guest::{GuestError, Module, Runtime};
+use crate::guest::{Module, Runtime};
 use crate::validate::Rules;
 
 /// The outcome of every case of one run.
@@ -147,31 +148,4 @@ pub fn run(module: &Module, fixtures: &Path, rules: &Rules) -> anyhow::Result<Re
         fixtures: fixtures.to_path_buf(),
         cases,
     })
-}
-
-/// The substring of the guest's error that a case expects instead of an answer, if it does.
-fn expected_error(dir: &Path) -> anyhow::Result<Option<String>> {
-    let path = dir.join("expected-error.txt");
-    if !path.exists() {
-        return Ok(None);
-    }
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(Some(text.trim().to_string()))
-}
-
-/// `Ok` if the guest returned an error containing `want` (not a trap or any other failure).
-fn check_error(want: &str, result: Result<(), GuestError>) -> Result<(), String> {
-    match result {
-        Err(GuestError::Rejected(message)) if message.contains(want) => Ok(()),
-        Err(GuestError::Rejected(message)) => {
-            Err(format!("the error {message:?} does not contain {want:?}"))
-        }
-        Err(other) => Err(format!(
-            "expected the guest to return an error containing {want:?}, but: {other}"
-        )),
-        Ok(()) => Err(format!(
-            "expected the guest to return an error containing {want:?}, but it answered"
-        )),
-    }
 }

@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde_json::Value;
 
 use super::diff::difference;
-use super::{check_error, expected_error};
+use super::expected_error::{check_error, expected_error};
 use crate::guest::{Module, Request};
 use crate::related::{RelatedError, related_from};
 use crate::render::read_documents;

@@ -16,6 +16,7 @@
 //! guest's `convert(object, to-api-version) -> result<string, string>` in it.
 
 pub mod ca_bundle;
+pub mod converter;
 pub mod events;
 pub mod reload;
 pub mod review;
@@ -29,30 +30,15 @@ use std::sync::Arc;
 
 use axum_server::tls_rustls::RustlsConfig;
 use clap::Args;
-use serde_json::Value;
 use tokio::sync::watch;
 
+pub use converter::{Converter, Observer, Outcome};
 pub use events::CrdEvents;
 pub use reload::CertSource;
 pub use review::{ConvertFn, ObjectError, answer, crd_group};
 pub use secret::SecretRef;
 pub use server::Handler;
 pub use tls::{Bundle, TlsError};
-
-/// Converts one object to the given apiVersion, shareable with the server's blocking threads.
-pub type Converter = Arc<dyn Fn(&Value, &str) -> Result<Value, String> + Send + Sync>;
-
-/// How one review ended: `result` is `success` or the failed review's reason (`ConverterFailed`,
-/// `ConversionInvalid`, `ConversionMetadataChanged`, `ConversionFailed`, `ConversionBusy`,
-/// `BadRequest`), `message` what the API server was answered when it failed.
-#[derive(Clone, Copy, Debug)]
-pub struct Outcome<'a> {
-    pub result: &'static str,
-    pub message: Option<&'a str>,
-}
-
-/// Told how each review ended, for metrics and Events.
-pub type Observer = Arc<dyn Fn(&Outcome) + Send + Sync>;
 
 /// The conversion webhook's flags; without `--conversion-webhook-addr` there is no webhook.
 #[derive(Clone, Debug, Args)]

@@ -26,7 +26,7 @@ use std::sync::Mutex;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use super::engine::codegen_config;
+use super::codegen::codegen_config;
 use super::error::LoadError;
 
 /// The hidden command of the reconcile-host binary that compiles one module (stdin to stdout).

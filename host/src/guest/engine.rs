@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::Linker;
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings;
 use super::budget::MemoryBudget;
+use super::codegen::codegen_config;
 use super::config::RuntimeConfig;
 use super::state::GuestState;
 
@@ -20,17 +21,6 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// about this much (stack, data, a little heap): keeping it resident avoids a page fault per page on the
 /// next call, which is most of what a fresh instance costs.
 const KEEP_RESIDENT_BYTES: usize = 256 << 10;
-
-/// The settings that shape compiled code, shared with the compiler process (`compile`) so that its
-/// artifacts fit this engine. How instances are allocated is not among them: wasmtime's pooling
-/// allocator runs the same code as its default one.
-pub(crate) fn codegen_config() -> Config {
-    let mut wasm = Config::new();
-    wasm.wasm_component_model(true)
-        .epoch_interruption(true)
-        .memory_init_cow(true);
-    wasm
-}
 
 /// Engine, linker and epoch ticker, built once. Cheap to share (`Arc`).
 pub struct Runtime {

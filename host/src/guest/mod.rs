@@ -8,6 +8,7 @@ mod bindings;
 mod budget;
 mod cache;
 mod call;
+mod codegen;
 mod compile;
 mod config;
 mod convert;
@@ -18,6 +19,7 @@ mod related;
 mod reuse;
 mod state;
 mod stdio;
+mod warm;
 
 pub use bindings::{Request, Response, Selector, WORLDS};
 pub use budget::MemoryBudget;

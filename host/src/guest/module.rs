@@ -10,7 +10,7 @@ use super::bindings::{Linked, WORLDS};
 use super::cache::ArtifactCache;
 use super::engine::Runtime;
 use super::error::LoadError;
-use super::reuse::WarmInstance;
+use super::warm::WarmInstance;
 
 /// The active logic. Linking and type-checking happen once here, not per call: `Linked` is the
 /// component with its imports resolved against the world it implements, ready to instantiate in

@@ -8,13 +8,7 @@ use super::call::finish;
 use super::error::GuestError;
 use super::module::Module;
 use super::state::GuestState;
-
-/// An instance kept alive between calls, retired after a trap or after `reuse_instance_calls` calls.
-pub(crate) struct WarmInstance {
-    store: Store<GuestState>,
-    bindings: Bindings,
-    calls: u32,
-}
+use super::warm::WarmInstance;
 
 impl Module {
     pub(crate) fn call_reused<T>(

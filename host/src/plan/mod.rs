@@ -101,7 +101,7 @@ pub struct PlanArgs {
 
 impl PlanArgs {
     /// The reconciler object to plan as, if one is named.
-    fn reconciler_key(&self) -> Option<Key> {
+    pub(crate) fn reconciler_key(&self) -> Option<Key> {
         let namespaced = self.reconciler.as_ref().map(|r| Key {
             namespace: Some(r.namespace.clone()),
             name: r.name.clone(),
@@ -236,57 +236,4 @@ async fn fill_cache(
     }
     cache.apply_watcher_event(&watcher::Event::InitDone);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::*;
-    use crate::cli::{Cli, Command};
-
-    fn plan_with(args: &[&str]) -> Result<PlanArgs, clap::Error> {
-        let base = ["reconcile-host", "plan", "--module", "new.wasm"];
-        let cli = Cli::try_parse_from(base.iter().chain(args))?;
-        match cli.command {
-            Command::Plan(args) => Ok(*args),
-            other => panic!("parsed as {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_reconciler_object_replaces_the_kind_flags() {
-        let kinds = ["--parent", "example.com/v1alpha1/MyApp"];
-        let kinds = [&kinds[..], &["--child", "apps/v1/Deployment"]].concat();
-        assert_eq!(plan_with(&kinds).unwrap().reconciler_key(), None);
-        assert!(plan_with(&[]).is_err(), "neither kinds nor a reconciler");
-
-        let key = plan_with(&["--reconciler", "team-a/myapp"])
-            .unwrap()
-            .reconciler_key();
-        assert_eq!(key.map(|k| k.to_string()).as_deref(), Some("team-a/myapp"));
-        let key = plan_with(&["--cluster-reconciler", "tenants"])
-            .unwrap()
-            .reconciler_key();
-        assert_eq!(key.map(|k| k.to_string()).as_deref(), Some("tenants"));
-
-        // The object says what the flags would: both at once is a contradiction, refused.
-        let both = [&kinds[..], &["--reconciler", "team-a/myapp"]].concat();
-        assert!(plan_with(&both).is_err());
-        for flag in [
-            ["--namespace", "team-a"],
-            ["--related", "v1/ConfigMap"],
-            ["--child-namespace", "team-a"],
-            ["--parent-selector", "team"],
-        ] {
-            let args = [&flag[..], &["--reconciler", "team-a/myapp"]].concat();
-            assert!(plan_with(&args).is_err(), "{flag:?}");
-        }
-        let two = ["--reconciler", "team-a/myapp", "--cluster-reconciler", "x"];
-        assert!(plan_with(&two).is_err());
-        assert!(
-            plan_with(&["--reconciler", "myapp"]).is_err(),
-            "no namespace"
-        );
-    }
 }

@@ -8,7 +8,9 @@
 mod instance;
 mod manager;
 pub mod module_ref;
+mod namespaced_name;
 pub mod spec;
+mod spec_error;
 mod status;
 
 use std::sync::Arc;

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::spec::{NamespacedName, SpecError};
+use super::namespaced_name::NamespacedName;
+use super::spec_error::SpecError;
 use crate::source::oci::{Credentials, OciArgs, OciReference, OciSource};
 use crate::source::{ConfigMapRef, ModuleSource};
 use crate::validate::check_name;

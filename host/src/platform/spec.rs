@@ -9,11 +9,13 @@ use kube::core::{DynamicObject, GroupVersionKind};
 use serde::Deserialize;
 
 use super::module_ref::{MODULE_FIELDS, ModuleRef, ModuleSpec, SHADOW_FIELDS};
+pub use super::namespaced_name::NamespacedName;
+pub use super::spec_error::SpecError;
 use crate::controller::{Selection, Settings};
 use crate::guest::RuntimeConfig;
 use crate::identity::Identity;
 use crate::kind::Gvk;
-use crate::selector::{LabelSelector, SelectorError};
+use crate::selector::LabelSelector;
 
 /// The API group of the platform's own kinds.
 pub const GROUP: &str = "reconcile-host.dev";
@@ -128,12 +130,6 @@ pub struct KindRef {
     pub kind: String,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-pub struct NamespacedName {
-    pub namespace: String,
-    pub name: String,
-}
-
 /// Per-call guest limits; unset ones take the host's defaults (and none may exceed the host's memory).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -155,40 +151,6 @@ pub struct Definition {
     /// `system:serviceaccount:<namespace>:<name>`: every API call of the reconciler is made as it.
     pub user: String,
     pub spec: Spec,
-}
-
-/// Why a reconciler object cannot be started; reported as reason `InvalidSpec`.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum SpecError {
-    #[error("spec: {0}")]
-    Malformed(String),
-    #[error(
-        "spec.{field}: `{value}` is not a kind (apiVersion `group/version` or `v1`, kind `Kind`)"
-    )]
-    Kind { field: &'static str, value: String },
-    #[error("spec.{0} must not name a namespace in a namespaced Reconciler: it uses its own")]
-    ForeignNamespace(&'static str),
-    #[error("spec.{0} is required")]
-    Missing(&'static str),
-    #[error("spec.children must name at least one kind")]
-    NoChildren,
-    #[error("spec.{field}: {error}")]
-    Selector {
-        field: &'static str,
-        error: SelectorError,
-    },
-    #[error("spec.{0} must set exactly one of configMap and oci")]
-    NotOneModuleSource(&'static str),
-    #[error("spec.{field}: {error}")]
-    Reference { field: &'static str, error: String },
-    #[error("spec.{field}: `{value}` is not an object name: {reason}")]
-    Name {
-        field: &'static str,
-        value: String,
-        reason: &'static str,
-    },
-    #[error("spec.{0}: set pullSecretName or pullSecret, not both")]
-    TwoPullSecrets(&'static str),
 }
 
 impl Definition {
