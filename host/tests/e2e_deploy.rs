@@ -1,6 +1,8 @@
 //! What deploy/ ships, on the real control plane: the kustomization applies, the host runs with exactly
 //! the shipped RBAC (as the ServiceAccount, through a TokenRequest token) and the shipped arguments,
-//! the metrics move, and a standby takes over from a killed leader (one verb less: e2e_deploy_rbac.rs).
+//! the metrics move, and a standby takes over from a killed leader (one verb less: e2e_operations/deploy_rbac.rs).
+//! On a control plane of its own: applying deploy/ makes the MyApp CRD serve v1beta1 through this
+//! test's host (by URL), which the other tests' CRD installs would undo mid-test.
 
 mod common;
 

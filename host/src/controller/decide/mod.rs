@@ -10,18 +10,18 @@
 //! | Reason | Where | Tested |
 //! |---|---|---|
 //! | `InvalidGuestOutput` | decision: `plan` (`validate_in`) | `decide::tests` |
-//! | `ChildOwnedByOther` | decision: `plan` (cached object); executor: the 409 path of a create | `decide::tests`; `e2e_ownership` |
-//! | `ChildExists` | decision: `plan` (cached object); executor: the 409 path of a create | `decide::tests`; `e2e_ownership` |
+//! | `ChildOwnedByOther` | decision: `plan` (cached object); executor: the 409 path of a create | `decide::tests`; `e2e_controller/ownership.rs` |
+//! | `ChildExists` | decision: `plan` (cached object); executor: the 409 path of a create | `decide::tests`; `e2e_controller/ownership.rs` |
 //! | `InvalidParent` | decision: `plan` (no uid, apiVersion/kind) | `decide::tests` |
 //! | `RelatedNotAllowed`, `RelatedInvalid` | decision: `related` (`crate::related::check`) | `decide::tests`, `related::selector` |
 //! | `GuestRelatedFailed` | decision: `related` (the `related` call failed) | `decide::tests` |
 //! | `Guest*` (`GuestError::reason`) | guest stage: the reconcile call | `guest` tests, e2e |
 //! | `GuestCallCancelled` | guest stage: the blocking task was cancelled (a runtime shutting down) | not tested: no test can cancel a blocking task on demand |
-//! | `CreateFailed` | executor: the API server refused a create-only POST | `e2e_platform_isolation`, `e2e_deploy_rbac` |
-//! | `ChildLookupFailed` | executor: reading the object a 409 found | `e2e_deploy_rbac` |
-//! | `ApplyFailed` | executor: the API server refused an apply (an adoption's precondition) | `e2e_deploy_rbac`, `e2e_plan` |
-//! | `PruneFailed` | executor: the API server refused a deletion | `e2e_deploy_rbac` |
-//! | `ParentUpdateFailed` | executor: a status or finalizer patch was refused | `e2e_deploy_rbac` |
+//! | `CreateFailed` | executor: the API server refused a create-only POST | `e2e_platform/platform_isolation.rs`, `e2e_operations/deploy_rbac.rs` |
+//! | `ChildLookupFailed` | executor: reading the object a 409 found | `e2e_operations/deploy_rbac.rs` |
+//! | `ApplyFailed` | executor: the API server refused an apply (an adoption's precondition) | `e2e_operations/deploy_rbac.rs`, `e2e_controller/plan.rs` |
+//! | `PruneFailed` | executor: the API server refused a deletion | `e2e_operations/deploy_rbac.rs` |
+//! | `ParentUpdateFailed` | executor: a status or finalizer patch was refused | `e2e_operations/deploy_rbac.rs` |
 
 #[cfg(test)]
 mod fixtures;

@@ -246,7 +246,7 @@ fn union(fields: &mut Value, other: &Value) {
 /// Test-only: with `RECONCILE_HOST_TEST_PAUSE_BEFORE_CREATE=<dir>`, each create-only write first
 /// writes `<dir>/<namespace>.<name>.paused` and waits until `<dir>/<namespace>.<name>.release`
 /// exists, so that an end-to-end test can create an object of the child's name exactly between the
-/// host's cache read and its write (`e2e_ownership.rs`). Read once; unset (always, outside tests) it
+/// host's cache read and its write (`e2e_controller/ownership.rs`). Read once; unset (always, outside tests) it
 /// costs one check of a static.
 async fn pause_before_create(child: &Child) {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();

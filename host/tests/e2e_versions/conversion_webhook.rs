@@ -3,8 +3,6 @@
 //! keeps in a Secret and puts into the CRD's caBundle. The host runs as a ServiceAccount with only the
 //! RBAC the webhook needs (`webhook_rules`), so that list is tested too.
 
-mod common;
-
 use std::sync::Arc;
 
 use k8s_openapi::ByteString;
@@ -14,8 +12,8 @@ use reconcile_host::conversion::{self, Bundle, ConversionArgs, Converter, Outcom
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use common::conversion::*;
-use common::myapp::wait_for;
+use crate::common::conversion::*;
+use crate::common::myapp::wait_for;
 
 /// `spec.size` at v1 is `spec.count` at v2; a size of 13 has no conversion.
 fn widget_converter() -> Converter {

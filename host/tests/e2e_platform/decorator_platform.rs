@@ -4,18 +4,16 @@
 //! ClusterReconciler instead; two ClusterReconcilers decorating Namespaces for two teams leave each
 //! other's children alone.
 
-mod common;
-
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::decorator::{
+use crate::common::decorator::{
     assert_children_stay, children, label, namespaces, quota_owner, wait_children_gone,
     wait_named_children,
 };
-use common::events::events_now;
-use common::guests::component;
-use common::platform::{
+use crate::common::events::events_now;
+use crate::common::guests::component;
+use crate::common::platform::{
     TEST_LABEL, apply_reconciler, condition, kubectl_apply, platform_host, put_module,
     wait_reconciler,
 };

@@ -2,16 +2,14 @@
 //! lacking a verb each fail only their own reconciler, each with its own reason; a namespaced reconciler
 //! reaches nothing outside its namespace, whatever its ServiceAccount may do.
 
-mod common;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::component;
-use common::myapp::*;
-use common::platform::*;
+use crate::common::guests::component;
+use crate::common::myapp::*;
+use crate::common::platform::*;
 
 #[tokio::test]
 async fn each_failure_is_reported_on_its_own_reconciler_only() {

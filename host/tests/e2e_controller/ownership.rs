@@ -5,8 +5,6 @@
 //! holds is created create-only: an object made after the host looked is refused, not taken over, and
 //! what the host created is its apply manager's, so a field the module drops goes.
 
-mod common;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -14,10 +12,10 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use common::events::wait_event;
-use common::guests::{component, myapp_variant_c};
-use common::host::HostProcess;
-use common::myapp::*;
+use crate::common::events::wait_event;
+use crate::common::guests::{component, myapp_variant_c};
+use crate::common::host::HostProcess;
+use crate::common::myapp::*;
 
 const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 
@@ -446,9 +444,9 @@ async fn a_field_the_module_drops_is_removed_from_a_child_it_created() {
         .collect();
     assert_eq!(hosts, ["Apply"], "{:?}", now.managed_fields());
     let addr = host.metrics_addr().unwrap();
-    let metrics = common::http::get(&addr, "/metrics").unwrap().1;
+    let metrics = crate::common::http::get(&addr, "/metrics").unwrap().1;
     let applies = |result: &str| {
-        common::http::sample(
+        crate::common::http::sample(
             &metrics,
             "reconcile_host_child_applies_total",
             &format!(r#"result="{result}""#),

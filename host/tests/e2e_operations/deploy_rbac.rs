@@ -3,8 +3,6 @@
 //! `forbidden`), and nothing is half-done: a created child whose fields could not move to the host's
 //! apply manager stays marked in the cache and moves on a later reconcile.
 
-mod common;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
@@ -12,10 +10,10 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::events::wait_event;
-use common::guests::{component, repo_root};
-use common::host::HostProcess;
-use common::myapp::*;
+use crate::common::events::wait_event;
+use crate::common::guests::{component, repo_root};
+use crate::common::host::HostProcess;
+use crate::common::myapp::*;
 
 fn shipped_cluster_role() -> ClusterRole {
     let role = reconcile_host::render::read_documents(&repo_root().join("deploy/rbac.yaml"))

@@ -1,9 +1,7 @@
 //! Platform mode (`serve`) on the real control plane: reconcilers declared as objects, run by one host
 //! that holds only the shipped platform RBAC and acts as each reconciler's ServiceAccount; added,
 //! changed, swapped, paused and deleted live; a ClusterReconciler across namespaces (isolation:
-//! e2e_platform_isolation.rs).
-
-mod common;
+//! e2e_platform/platform_isolation.rs).
 
 use std::collections::BTreeMap;
 
@@ -13,10 +11,10 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind,
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{component, myapp_variant_b};
-use common::http;
-use common::myapp::*;
-use common::platform::*;
+use crate::common::guests::{component, myapp_variant_b};
+use crate::common::http;
+use crate::common::myapp::*;
+use crate::common::platform::*;
 
 #[tokio::test]
 async fn two_teams_reconcilers_of_different_kinds_run_on_one_host() {

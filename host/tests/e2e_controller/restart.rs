@@ -1,18 +1,16 @@
 //! A host that restarts, or dies, must pick up where it left off: no reconcile on a half-filled
 //! cache, and no parent left with a status that its children contradict.
 
-mod common;
-
 use kube::Client;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::component;
-use common::host::HostProcess;
-use common::myapp::*;
-use common::platform::wait_ready_myapp;
-use common::restart::assert_every_parent_converged;
+use crate::common::guests::component;
+use crate::common::host::HostProcess;
+use crate::common::myapp::*;
+use crate::common::platform::wait_ready_myapp;
+use crate::common::restart::assert_every_parent_converged;
 
 fn myapp_host(cluster: &TestCluster, namespace: &str) -> HostProcess {
     HostProcess::myapp(

@@ -3,18 +3,16 @@
 //! parent's status is written once per state it reaches, not again by a reconcile that ran before the
 //! cache showed the host's own write.
 
-mod common;
-
 use std::collections::BTreeMap;
 
 use kube::api::ListParams;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{component, digest};
-use common::host::HostProcess;
-use common::http;
-use common::myapp::*;
-use common::platform::wait_ready_myapp;
+use crate::common::guests::{component, digest};
+use crate::common::host::HostProcess;
+use crate::common::http;
+use crate::common::myapp::*;
+use crate::common::platform::wait_ready_myapp;
 
 const PARENTS: usize = 20;
 

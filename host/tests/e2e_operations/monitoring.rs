@@ -4,8 +4,6 @@
 //! none on a healthy one; the Grafana dashboard loaded with Grafana's schema, its every query parsed
 //! and reading metrics the host exposes.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -16,11 +14,11 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{component, repo_root};
-use common::host::HostProcess;
-use common::kubectl::{apply_crd, kubectl_ok};
-use common::monitoring::*;
-use common::myapp::*;
+use crate::common::guests::{component, repo_root};
+use crate::common::host::HostProcess;
+use crate::common::kubectl::{apply_crd, kubectl_ok};
+use crate::common::monitoring::*;
+use crate::common::myapp::*;
 
 #[tokio::test]
 async fn the_component_applies_with_the_prometheus_operator_crds() {
@@ -213,7 +211,7 @@ async fn each_alert_fires_on_the_metrics_of_a_host_in_its_state_and_none_on_a_he
     })
     .await;
     groups.push(held_for_an_hour("healthy", &healthy_ns, &before, &after) + &expect_alerts(&[]));
-    let healthy_metrics = common::http::get(&healthy.metrics_addr().unwrap(), "/metrics")
+    let healthy_metrics = crate::common::http::get(&healthy.metrics_addr().unwrap(), "/metrics")
         .unwrap()
         .1;
     // Its module's source fails (the file is gone): the module it has keeps serving.
@@ -354,7 +352,7 @@ async fn each_alert_fires_on_the_metrics_of_a_host_in_its_state_and_none_on_a_he
     let addr = failing.metrics_addr().unwrap();
     std::fs::write(
         &failing_metrics,
-        common::http::get(&addr, "/metrics").unwrap().1,
+        crate::common::http::get(&addr, "/metrics").unwrap().1,
     )
     .unwrap();
     let checked = run_tool(

@@ -3,8 +3,6 @@
 //! The ConfiguredApp reads the ConfigMap it names through the reconciler's own caches, an edit rolls its
 //! Deployment, and a selection of a kind the Reconciler does not list is refused on that parent.
 
-mod common;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
@@ -13,10 +11,10 @@ use kube::api::{
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{component, repo_root};
-use common::kubectl::apply_crd;
-use common::myapp::{ready_condition, wait_deployment, wait_object_status};
-use common::platform::{
+use crate::common::guests::{component, repo_root};
+use crate::common::kubectl::apply_crd;
+use crate::common::myapp::{ready_condition, wait_deployment, wait_object_status};
+use crate::common::platform::{
     apply_reconciler, apply_team_rbac, example_reconciler, platform_host, put_module, ready_is,
     wait_reconciler,
 };

@@ -3,19 +3,17 @@
 //! made it; promotion (the candidate made active) applies it; a candidate that fails fails only itself;
 //! and a `Reconciler` object's `shadowModule` does the same in platform mode.
 
-mod common;
-
 use k8s_openapi::api::core::v1::Event as CoreEvent;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{component, myapp_variant_c};
-use common::host::HostProcess;
-use common::http;
-use common::myapp::*;
-use common::platform::{
+use crate::common::guests::{component, myapp_variant_c};
+use crate::common::host::HostProcess;
+use crate::common::http;
+use crate::common::myapp::*;
+use crate::common::platform::{
     apply_reconciler, apply_team_rbac, example_reconciler, platform_host, put_module,
     wait_ready_myapp,
 };

@@ -4,8 +4,6 @@
 //! changed. Selectors outside the operator's allow-list or the parent's namespace are refused on that
 //! parent alone. `plan` hands the module the same related objects, listed live.
 
-mod common;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
@@ -15,12 +13,12 @@ use kube::api::{
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use common::events::wait_event;
-use common::guests::{component, repo_root};
-use common::host::HostProcess;
-use common::http::{get, sample};
-use common::kubectl::apply_crd;
-use common::myapp::{ready_condition, wait_deployment, wait_object_status};
+use crate::common::events::wait_event;
+use crate::common::guests::{component, repo_root};
+use crate::common::host::HostProcess;
+use crate::common::http::{get, sample};
+use crate::common::kubectl::apply_crd;
+use crate::common::myapp::{ready_condition, wait_deployment, wait_object_status};
 
 const HASH: &str = "example.com/config-hash";
 
@@ -294,7 +292,7 @@ fn plan(s: &Setup, extra: &[&str]) -> (i32, Value) {
     args.extend(["--child", "apps/v1/Deployment", "--namespace", &s.namespace]);
     args.extend(["--module", module.to_str().unwrap()]);
     args.extend_from_slice(extra);
-    common::plan::run(s.cluster.kubeconfig_path(), &args)
+    crate::common::plan::run(s.cluster.kubeconfig_path(), &args)
 }
 
 #[tokio::test]

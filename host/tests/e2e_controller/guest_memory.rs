@@ -2,15 +2,13 @@
 //! once, keep the host's resident memory under the budget plus what it used before, and every other
 //! parent still converges.
 
-mod common;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::host::HostProcess;
-use common::myapp::*;
+use crate::common::host::HostProcess;
+use crate::common::myapp::*;
 
 const BUDGET_MIB: u64 = 64;
 const HOARDERS: usize = 16;

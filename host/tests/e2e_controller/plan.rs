@@ -6,8 +6,6 @@
 //! `Reconciler` (`--reconciler`) reads and dry-runs as its ServiceAccount: what that account may not do
 //! fails the plan.
 
-mod common;
-
 use std::path::Path;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -18,11 +16,13 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use common::decorator::{label, namespaces, quota_owner};
-use common::guests::{component, myapp_variant_b};
-use common::host::HostProcess;
-use common::myapp::*;
-use common::platform::{add_myapp_reconciler, apply_team_rbac, platform_host, wait_ready_myapp};
+use crate::common::decorator::{label, namespaces, quota_owner};
+use crate::common::guests::{component, myapp_variant_b};
+use crate::common::host::HostProcess;
+use crate::common::myapp::*;
+use crate::common::platform::{
+    add_myapp_reconciler, apply_team_rbac, platform_host, wait_ready_myapp,
+};
 
 const PARENTS: usize = 50;
 const VARIANT_LABEL: &str = "example.com/variant";
@@ -42,7 +42,7 @@ fn plan(kubeconfig: &Path, namespace: &str, module: &Path, extra: &[&str]) -> (i
         module.to_str().unwrap(),
     ]);
     args.extend_from_slice(extra);
-    common::plan::run(kubeconfig, &args)
+    crate::common::plan::run(kubeconfig, &args)
 }
 
 /// Each Deployment's name, generation and labels: what a write of the plan would have changed.
@@ -254,7 +254,7 @@ async fn plan_covers_a_decorator_of_namespaces() {
             .cloned()
     };
 
-    let (code, report) = common::plan::run(kubeconfig, &args);
+    let (code, report) = crate::common::plan::run(kubeconfig, &args);
     assert_eq!(code, 0, "{report}");
     assert_eq!(ours(&report), None, "as the host left it: {report}");
 
@@ -262,7 +262,7 @@ async fn plan_covers_a_decorator_of_namespaces() {
         .delete("team-isolation", &DeleteParams::default())
         .await
         .unwrap();
-    let (_, report) = common::plan::run(kubeconfig, &args);
+    let (_, report) = crate::common::plan::run(kubeconfig, &args);
     let plan = ours(&report).unwrap_or_else(|| panic!("{report}"));
     assert_eq!(plan["verdict"], "changed", "{plan}");
     let created = &plan["created"][0];
@@ -279,7 +279,7 @@ async fn plan_covers_a_decorator_of_namespaces() {
         json!({"labels": {"team": null}}),
     )
     .await;
-    let (_, report) = common::plan::run(kubeconfig, &args);
+    let (_, report) = crate::common::plan::run(kubeconfig, &args);
     let plan = ours(&report).unwrap_or_else(|| panic!("{report}"));
     assert_eq!(plan["verdict"], "changed", "{plan}");
     assert_eq!(
@@ -355,7 +355,7 @@ async fn plan_as_a_reconciler_reports_what_its_service_account_may_not_do() {
 
     // Granted as shipped: the plan as the reconciler is clean.
     let gate = [&as_reconciler[..], &["--fail-on-change"]].concat();
-    let (code, report) = common::plan::run(kubeconfig, &gate);
+    let (code, report) = crate::common::plan::run(kubeconfig, &gate);
     assert_eq!(code, 0, "{report}");
     assert_eq!(
         report["summary"],
@@ -365,7 +365,7 @@ async fn plan_as_a_reconciler_reports_what_its_service_account_may_not_do() {
     // Without `patch` on Deployments the dry-run apply is forbidden to it: the parent fails, as the
     // reconciler would, where a plan with the caller's rights sees nothing wrong.
     revoke(cluster, &team, &user, "deployments", "patch").await;
-    let (code, report) = common::plan::run(kubeconfig, &as_reconciler);
+    let (code, report) = crate::common::plan::run(kubeconfig, &as_reconciler);
     assert_eq!(code, 2, "{report}");
     let parent = &report["parents"][0];
     assert_eq!(parent["parent"], format!("{team}/web"), "{report}");
@@ -382,7 +382,7 @@ async fn plan_as_a_reconciler_reports_what_its_service_account_may_not_do() {
 
     // Without `list` on the parent kind it has nothing to plan: the plan fails, saying why.
     revoke(cluster, &team, &user, "myapps", "list").await;
-    let out = common::plan::output(kubeconfig, &as_reconciler);
+    let out = crate::common::plan::output(kubeconfig, &as_reconciler);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

@@ -3,8 +3,6 @@
 //! while the old logic keeps serving; and a guest that loops, allocates without bound, panics or returns
 //! an oversized status for one parent fails that parent alone, with a message a person can act on.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -16,10 +14,10 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::events::{wait_event, wait_event_saying};
-use common::guests::{component, digest, hard_to_compile, myapp_variant_b};
-use common::host::HostProcess;
-use common::myapp::*;
+use crate::common::events::{wait_event, wait_event_saying};
+use crate::common::guests::{component, digest, hard_to_compile, myapp_variant_b};
+use crate::common::host::HostProcess;
+use crate::common::myapp::*;
 
 const PARENTS: usize = 50;
 const VARIANT_LABEL: &str = "example.com/variant";

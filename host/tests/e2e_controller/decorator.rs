@@ -8,8 +8,6 @@
 //! teams, and children from before children named their reconciler, show that each host acts only on
 //! its own children.
 
-mod common;
-
 use k8s_openapi::api::core::v1::ResourceQuota;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Client;
@@ -18,16 +16,16 @@ use reconcile_host::identity::Identity;
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::decorator::{
+use crate::common::decorator::{
     assert_children_stay, children, label, legacy_quota, namespaces, quota_owner,
     wait_children_gone, wait_named_children,
 };
-use common::events::{events_now, wait_event};
-use common::guests::{component, repo_root};
-use common::host::HostProcess;
-use common::http;
-use common::kubectl::apply_crd;
-use common::myapp::wait_for;
+use crate::common::events::{events_now, wait_event};
+use crate::common::guests::{component, repo_root};
+use crate::common::host::HostProcess;
+use crate::common::http;
+use crate::common::kubectl::apply_crd;
+use crate::common::myapp::wait_for;
 
 const CHILDREN: [&str; 2] = ["v1/ResourceQuota", "networking.k8s.io/v1/NetworkPolicy"];
 

@@ -5,8 +5,6 @@
 //! read its Secret says so in its status while the other keeps working; and the CRD refuses a module
 //! with both a ConfigMap and a registry.
 
-mod common;
-
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
@@ -15,11 +13,11 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{component, digest, myapp_variant_b, repo_root};
-use common::kubectl::kubectl_ok;
-use common::myapp::*;
-use common::platform::*;
-use common::registry::Registry;
+use crate::common::guests::{component, digest, myapp_variant_b, repo_root};
+use crate::common::kubectl::kubectl_ok;
+use crate::common::myapp::*;
+use crate::common::platform::*;
+use crate::common::registry::Registry;
 
 const TEST: &str = "platform-oci";
 const PULL_SECRET: &str = "registry-pull";

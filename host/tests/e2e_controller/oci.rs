@@ -4,18 +4,18 @@
 //! refused while the last good module keeps serving; and a restart with the registry down serves the
 //! last good module from the disk cache.
 
-mod common;
-
 use std::path::Path;
 
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{artifact_cache, component, digest, myapp_js, myapp_variant_b, repo_root};
-use common::host::HostProcess;
-use common::kubectl::kubectl_ok;
-use common::myapp::*;
-use common::registry::Registry;
+use crate::common::guests::{
+    artifact_cache, component, digest, myapp_js, myapp_variant_b, repo_root,
+};
+use crate::common::host::HostProcess;
+use crate::common::kubectl::kubectl_ok;
+use crate::common::myapp::*;
+use crate::common::registry::Registry;
 
 /// Waits until MyApp `name` was last reconciled by the module file `module`, and returns its
 /// Deployment's variant label.
@@ -154,7 +154,7 @@ async fn the_javascript_guest_runs_from_a_registry_and_follows_its_tag() {
     let unavailable = r#"reconcile_host_module_unavailable{controller="myapp"} 1"#;
     wait_for("the module source reported unavailable", || async {
         let addr = host.metrics_addr()?;
-        let (_, metrics) = common::http::get(&addr, "/metrics").ok()?;
+        let (_, metrics) = crate::common::http::get(&addr, "/metrics").ok()?;
         metrics.contains(unavailable).then_some(())
     })
     .await;

@@ -2,10 +2,8 @@
 //! webhook served by the host: objects read at either version unchanged, parents reconciled whichever
 //! version they were written in, a module swap that changes the conversion live, a failing conversion
 //! that the client sees while the stored objects stay readable, a conversion that changes metadata
-//! refused with a Warning Event on the CRD, and the storage migration. One test in
-//! its own binary: it switches the CRD's storage version, which every other MyApp test would feel.
-
-mod common;
+//! refused with a Warning Event on the CRD, and the storage migration. Not on the control plane of
+//! the other MyApp tests: it switches the CRD's storage version, which every one of them would feel.
 
 use std::path::Path;
 
@@ -16,12 +14,12 @@ use kube::api::{
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use common::events::wait_event_saying;
-use common::guests::component;
-use common::host::HostProcess;
-use common::http;
-use common::myapp::*;
-use common::ports::free_port;
+use crate::common::events::wait_event_saying;
+use crate::common::guests::component;
+use crate::common::host::HostProcess;
+use crate::common::http;
+use crate::common::myapp::*;
+use crate::common::ports::free_port;
 
 const CRD: &str = "myapps.example.com";
 

@@ -1,8 +1,6 @@
 //! End to end on the real control plane: the seed's MyApp reconciled by reconcile-host running the
 //! MyApp guest as a separate process. Each test has its own namespace and its own host.
 
-mod common;
-
 use std::path::Path;
 
 use futures::StreamExt;
@@ -12,9 +10,9 @@ use reconcile_host::guest::digest_of;
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::{artifact_cache, component, myapp_js, myapp_python, repo_root};
-use common::host::HostProcess;
-use common::myapp::*;
+use crate::common::guests::{artifact_cache, component, myapp_js, myapp_python, repo_root};
+use crate::common::host::HostProcess;
+use crate::common::myapp::*;
 
 struct Setup {
     cluster: &'static TestCluster,
@@ -220,9 +218,9 @@ async fn an_answer_that_changes_nothing_is_not_applied_again() {
     })
     .await;
     let addr = wait_for("the metrics address", || async { s.host.metrics_addr() }).await;
-    let metrics = common::http::get(&addr, "/metrics").unwrap().1;
+    let metrics = crate::common::http::get(&addr, "/metrics").unwrap().1;
     let applies = |result: &str| {
-        common::http::sample(
+        crate::common::http::sample(
             &metrics,
             "reconcile_host_child_applies_total",
             &format!(r#"result="{result}""#),

@@ -1,0 +1,10 @@
+//! What operators run beside the host, on one shared control plane: the monitoring component and the
+//! host one RBAC verb short of deploy/. Not with the `run` tests: the monitoring overlay applies
+//! deploy/, whose MyApp CRD serves v1beta1 through a webhook Service with no endpoints, which would
+//! break their `kubectl get myapp`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod deploy_rbac;
+mod monitoring;
