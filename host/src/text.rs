@@ -1,4 +1,7 @@
-//! Text for people: messages end up in conditions and Events, which have size limits.
+//! Text for and from people: messages end up in conditions and Events, which have size limits; periods
+//! come from flags and specs.
+
+use std::time::Duration;
 
 /// Cuts `text` to at most `max` bytes at a character boundary, marking the cut with `…`.
 pub fn truncate(mut text: String, max: usize) -> String {
@@ -11,6 +14,15 @@ pub fn truncate(mut text: String, max: usize) -> String {
         text.push('…');
     }
     text
+}
+
+/// A duration such as `10h`, `30m` or `1h30m`, or `0`.
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    if text.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let period: jiff::SignedDuration = text.parse().map_err(|e| format!("{e}"))?;
+    Duration::try_from(period).map_err(|_| "a period cannot be negative".to_string())
 }
 
 #[cfg(test)]

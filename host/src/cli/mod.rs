@@ -12,9 +12,10 @@ mod runtime;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub use crate::text::parse_period;
 pub use compile::CompileModuleArgs;
 pub use conformance::ConformanceArgs;
-pub use reconciler::{NameArgs, PolicyArgs, SelectionArgs, parse_period};
+pub use reconciler::{NameArgs, PolicyArgs, SelectionArgs};
 pub use render::{OutputFormat, RenderArgs};
 pub use run::RunArgs;
 pub use runtime::RuntimeArgs;

@@ -37,7 +37,7 @@ pub struct PolicyArgs {
     /// Re-run every parent this often (e.g. `10h`, `30m`, `1h30m`; `0` or unset: never). A safety
     /// net for a missed event, like controller-runtime's SyncPeriod: the watches already reconcile
     /// every change, and each resync calls the guest once per parent.
-    #[arg(long = "resync-period", env = "RECONCILE_HOST_RESYNC_PERIOD", value_parser = parse_period)]
+    #[arg(long = "resync-period", env = "RECONCILE_HOST_RESYNC_PERIOD", value_parser = crate::text::parse_period)]
     period: Option<Duration>,
     /// Let a parent adopt an existing object that nothing controls when its guest names it (default:
     /// refuse with `ChildExists`). The risk: any guest can then take over, rewrite and, through the
@@ -52,15 +52,6 @@ impl PolicyArgs {
     pub fn period(&self) -> Option<Duration> {
         self.period.filter(|period| !period.is_zero())
     }
-}
-
-/// A duration such as `10h`, `30m` or `1h30m`, or `0`.
-pub fn parse_period(text: &str) -> Result<Duration, String> {
-    if text.trim() == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let period: jiff::SignedDuration = text.parse().map_err(|e| format!("{e}"))?;
-    Duration::try_from(period).map_err(|_| "a period cannot be negative".to_string())
 }
 
 /// The flags of [`Selection`].

@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_secs(2);
 pub fn updates(path: PathBuf) -> BoxStream<'static, Update> {
     let (tx, rx) = mpsc::channel(4);
     tokio::spawn(watch(path, tx));
-    super::stream_of(rx)
+    super::update::stream_of(rx)
 }
 
 async fn watch(path: PathBuf, tx: mpsc::Sender<Update>) {

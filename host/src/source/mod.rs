@@ -7,21 +7,18 @@ mod configmap;
 mod file;
 mod load;
 pub mod oci;
+mod update;
 
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
-use tokio::sync::mpsc;
 
 pub use configmap::ConfigMapRef;
 pub use load::{ModuleProblem, load};
 use oci::{Credentials, OciArgs, OciReference, OciSource};
-
-/// The bytes of a module version, or why the source could not produce one.
-pub type Update = Result<Vec<u8>, String>;
+pub use update::Update;
 
 #[derive(Clone, Debug)]
 pub enum ModuleSource {
@@ -83,14 +80,6 @@ impl ModuleSource {
             ModuleSource::Oci(source) => oci::updates(source.clone()),
         }
     }
-}
-
-/// The updates a background task sends, as a stream.
-fn stream_of(rx: mpsc::Receiver<Update>) -> BoxStream<'static, Update> {
-    futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    })
-    .boxed()
 }
 
 impl std::fmt::Display for ModuleSource {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
-use super::registry::sha256;
+use super::digest::sha256;
 
 #[derive(Clone, Debug)]
 pub struct Cache {

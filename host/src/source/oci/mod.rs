@@ -10,157 +10,34 @@
 //! operator's file for `run`, a reconciler's own pull Secret in platform mode); the guest has no
 //! network.
 
+mod args;
 mod cache;
 mod credentials;
+mod digest;
+mod error;
+mod format;
 mod push;
+mod reference;
 mod registry;
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
 use futures::stream::BoxStream;
-use oci_client::Reference;
 use tokio::sync::mpsc;
 
-use super::Update;
+use super::update::{Update, stream_of};
+pub use args::{CredentialsArgs, OciArgs, RegistryArgs};
 pub use credentials::Credentials;
+pub use error::OciError;
+pub(crate) use error::chain;
+pub use format::{
+    LEGACY_WASM_LAYER_MEDIA_TYPE, SCHEME, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
+};
 pub use push::{PushArgs, push};
+pub use reference::OciReference;
 use registry::{Pulled, Registry};
-
-/// The scheme that makes a module location a registry reference.
-pub const SCHEME: &str = "oci://";
-/// The wasm OCI artifact format's config media type (CNCF TAG Runtime, wasm-oci).
-pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
-/// The wasm OCI artifact format's layer media type: the component itself.
-pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
-/// The layer media type of the older wasm-to-oci format (Kubewarden policies), also accepted.
-pub const LEGACY_WASM_LAYER_MEDIA_TYPE: &str = "application/vnd.wasm.content.layer.v1+wasm";
-/// Layers larger than this are refused before they are pulled (the same bound as a ConfigMap's
-/// decompressed module).
-const MAX_MODULE_BYTES: u64 = 256 << 20;
-
-/// Why a module could not come from a registry; each message names the reference.
-#[derive(Debug, thiserror::Error)]
-pub enum OciError {
-    #[error("`{0}` is not an OCI reference (oci://REGISTRY/REPOSITORY:TAG or @sha256:DIGEST): {1}")]
-    Reference(String, String),
-    #[error("reading the registry credentials {from}: {reason}")]
-    Credentials { from: String, reason: String },
-    #[error("reading the registry CA certificates {path}: {reason}")]
-    CaFile { path: String, reason: String },
-    #[error("{action} {reference}: {reason}")]
-    Registry {
-        action: &'static str,
-        reference: String,
-        reason: String,
-    },
-    #[error(
-        "{reference}: no wasm layer ({WASM_LAYER_MEDIA_TYPE} or {LEGACY_WASM_LAYER_MEDIA_TYPE}) in the manifest; its layers are {found:?}"
-    )]
-    NoWasmLayer {
-        reference: String,
-        found: Vec<String>,
-    },
-    #[error("{reference}: {count} wasm layers in the manifest, expected one")]
-    SeveralWasmLayers { reference: String, count: usize },
-    #[error(
-        "{reference}: the wasm layer is {size} bytes, more than the {MAX_MODULE_BYTES} allowed"
-    )]
-    TooLarge { reference: String, size: i64 },
-    #[error(
-        "{reference}: the wasm layer does not match its digest (expected {expected}, got {actual}): corrupted in the registry or on the way"
-    )]
-    DigestMismatch {
-        reference: String,
-        expected: String,
-        actual: String,
-    },
-    #[error("reading {path}: {reason}")]
-    Module { path: String, reason: String },
-}
-
-/// A parsed `oci://` reference.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OciReference(pub Reference);
-
-impl OciReference {
-    /// A digest reference names one immutable module; a tag may move.
-    pub fn is_digest(&self) -> bool {
-        self.0.digest().is_some()
-    }
-}
-
-impl FromStr for OciReference {
-    type Err = OciError;
-
-    fn from_str(s: &str) -> Result<OciReference, OciError> {
-        let rest = s.strip_prefix(SCHEME).unwrap_or(s);
-        // A reference without a registry would silently mean Docker Hub: refuse the ambiguity.
-        let registry = rest.split('/').next().unwrap_or_default();
-        if !rest.contains('/')
-            || !(registry.contains('.') || registry.contains(':') || registry == "localhost")
-        {
-            return Err(OciError::Reference(
-                s.into(),
-                "name the registry host, e.g. oci://registry.example.com/team/module:v1".into(),
-            ));
-        }
-        Reference::from_str(rest)
-            .map(OciReference)
-            .map_err(|e| OciError::Reference(s.into(), e.to_string()))
-    }
-}
-
-impl std::fmt::Display for OciReference {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{SCHEME}{}", self.0.whole())
-    }
-}
-
-/// The operator's registry credentials (`run` and `push`; not `serve`, where each reconciler names its
-/// own pull Secret and the host lends its credentials to no team).
-#[derive(Clone, Debug, Default, Args)]
-pub struct CredentialsArgs {
-    /// Registry credentials: a dockerconfigjson file (`.dockerconfigjson` of a mounted Secret of type
-    /// kubernetes.io/dockerconfigjson, or a `~/.docker/config.json`); read again before each pull, so a
-    /// rotated Secret is picked up.
-    #[arg(long, env = "RECONCILE_HOST_OCI_CREDENTIALS")]
-    pub oci_credentials: Option<PathBuf>,
-}
-
-impl CredentialsArgs {
-    pub fn credentials(&self) -> Credentials {
-        Credentials::file(self.oci_credentials.as_deref())
-    }
-}
-
-/// How the host reaches registries (transport): the operator's decisions, shared by every `oci://`
-/// source, `push`, and every reconciler of `serve` (a team cannot turn on plain HTTP).
-#[derive(Clone, Debug, Default, Args)]
-pub struct RegistryArgs {
-    /// A registry (HOST[:PORT]) reached over plain HTTP instead of HTTPS (repeatable; env:
-    /// comma-separated). Only for registries on a trusted network: nothing then protects the module
-    /// on the way but its digest.
-    #[arg(long, env = "RECONCILE_HOST_OCI_PLAIN_HTTP", value_delimiter = ',')]
-    pub oci_plain_http: Vec<String>,
-    /// CA certificates (PEM) trusted for registries besides the system's, e.g. a private registry's.
-    #[arg(long, env = "RECONCILE_HOST_OCI_CA_FILE")]
-    pub oci_ca_file: Option<PathBuf>,
-}
-
-/// Settings of an `oci://` module source.
-#[derive(Clone, Debug, Args)]
-pub struct OciArgs {
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-    /// How often a tag is checked for a new digest (e.g. `1m`, `30s`); a digest reference is never
-    /// polled.
-    #[arg(long, env = "RECONCILE_HOST_OCI_POLL_INTERVAL", default_value = "1m", value_parser = crate::cli::parse_period)]
-    pub oci_poll_interval: Duration,
-}
 
 /// One `oci://` module source: the reference, how to reach it and with which credentials, where pulled
 /// layers are kept.
@@ -184,7 +61,7 @@ impl std::fmt::Display for OciSource {
 pub fn updates(source: Arc<OciSource>) -> BoxStream<'static, Update> {
     let (tx, rx) = mpsc::channel(1);
     tokio::spawn(follow(source, tx));
-    super::stream_of(rx)
+    stream_of(rx)
 }
 
 /// Pulls the module, then polls a tag. An error is yielded once until something changes (a registry
@@ -254,21 +131,6 @@ async fn check(
     Ok(registry.pull(&source.reference, digest).await.ok())
 }
 
-/// An error and every cause under it, on one line: a connection failure is only clear with its cause.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use futures::StreamExt;
@@ -282,7 +144,7 @@ mod tests {
     async fn a_cached_module_is_served_only_from_its_partition_once_the_credentials_are_read() {
         let dir = tempfile::tempdir().unwrap();
         let bytes = b"\0asm cached".to_vec();
-        let layer = registry::sha256(&bytes);
+        let layer = digest::sha256(&bytes);
         let manifest = format!("sha256:{}", "b".repeat(64));
         let team_a = dir.path().join("a");
         let cache = cache::Cache::new(&team_a);
@@ -321,30 +183,5 @@ mod tests {
             error.contains("Secret team-a/registry: not found"),
             "{error}"
         );
-    }
-
-    #[test]
-    fn references_parse_with_a_registry_only() {
-        let tag: OciReference = "oci://registry.example.com:5000/team/myapp:v1"
-            .parse()
-            .unwrap();
-        assert_eq!(tag.0.registry(), "registry.example.com:5000");
-        assert_eq!(tag.0.repository(), "team/myapp");
-        assert_eq!(tag.0.tag(), Some("v1"));
-        assert!(!tag.is_digest());
-        assert_eq!(
-            tag.to_string(),
-            "oci://registry.example.com:5000/team/myapp:v1"
-        );
-        let digest = format!("oci://127.0.0.1:5000/myapp@sha256:{}", "a".repeat(64));
-        let digest: OciReference = digest.parse().unwrap();
-        assert!(digest.is_digest());
-        for bad in [
-            "oci://myapp:v1",
-            "oci://team/myapp:v1",
-            "oci://x.io/My App:v1",
-        ] {
-            assert!(bad.parse::<OciReference>().is_err(), "{bad}");
-        }
     }
 }

@@ -10,7 +10,8 @@ use clap::Args;
 use oci_client::client::{Config, ImageLayer};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 
-use super::registry::{Registry, registry_error, sha256};
+use super::digest::sha256;
+use super::registry::{Registry, registry_error};
 use super::{
     CredentialsArgs, OciError, OciReference, RegistryArgs, WASM_CONFIG_MEDIA_TYPE,
     WASM_LAYER_MEDIA_TYPE,

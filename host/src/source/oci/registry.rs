@@ -11,12 +11,13 @@ use oci_client::errors::OciDistributionError;
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
-use sha2::{Digest as _, Sha256};
 
 use super::cache::Cache;
+use super::digest::sha256;
+use super::format::MAX_MODULE_BYTES;
 use super::{
-    LEGACY_WASM_LAYER_MEDIA_TYPE, MAX_MODULE_BYTES, OciError, OciReference, RegistryArgs,
-    WASM_LAYER_MEDIA_TYPE, chain,
+    LEGACY_WASM_LAYER_MEDIA_TYPE, OciError, OciReference, RegistryArgs, WASM_LAYER_MEDIA_TYPE,
+    chain,
 };
 
 /// A module version as pulled: its manifest digest (what a tag points at) and the wasm bytes.
@@ -245,10 +246,6 @@ pub(super) fn registry_error(
         reference: reference.to_string(),
         reason: format!("{}{hint}", chain(&error)),
     }
-}
-
-pub(super) fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{:x}", Sha256::digest(bytes))
 }
 
 fn display(path: Option<&Path>) -> String {
