@@ -16,23 +16,26 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Render(args) => {
             telemetry::init_logging(cli.log_format, "warn");
-            render::render(&args, &mut std::io::stdout().lock()).map(done)
+            render::render(&args.options(), &mut std::io::stdout().lock()).map(done)
         }
         Command::Conformance(args) => {
             telemetry::init_logging(cli.log_format, "warn");
-            conformance::conformance(&args, &mut std::io::stdout().lock()).map(done)
+            let out = &mut std::io::stdout().lock();
+            let (module, fixtures) = (&args.module, &args.fixtures);
+            let runtime = args.runtime.config();
+            conformance::conformance(module, fixtures, &args.children, runtime, out).map(done)
         }
         Command::Plan(args) => {
             telemetry::init_logging(cli.log_format, "warn");
-            plan::plan(&args, &mut std::io::stdout().lock())
+            plan::plan(args.options(), &mut std::io::stdout().lock())
         }
         Command::MigrateStorage(args) => {
             telemetry::init_logging(cli.log_format, "warn");
-            migrate::migrate_storage(&args, &mut std::io::stdout().lock()).map(done)
+            migrate::migrate_storage(&args.crd, &mut std::io::stdout().lock()).map(done)
         }
         Command::Push(args) => {
             telemetry::init_logging(cli.log_format, "warn");
-            source::oci::push(&args, &mut std::io::stdout().lock()).map(done)
+            source::oci::push(&args.options(), &mut std::io::stdout().lock()).map(done)
         }
         Command::CompileModule(args) => {
             guest::compile_stdin_to_stdout(args.memory_mib, args.cpu_seconds).map(done)
@@ -45,7 +48,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             memory::limit_arenas();
             telemetry::init_logging(cli.log_format, "info,kube=warn");
-            platform::serve(*args).map(done)
+            platform::serve(args.options()).map(done)
         }
     };
     match result {

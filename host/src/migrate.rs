@@ -18,21 +18,12 @@ use std::io::Write;
 use std::time::Duration;
 
 use base64::Engine;
-
-use clap::Args;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-
-#[derive(Debug, Args)]
-pub struct MigrateArgs {
-    /// The CRD whose objects to rewrite, e.g. `myapps.example.com`.
-    #[arg(long)]
-    pub crd: String,
-}
 
 /// What a migration did.
 #[derive(Debug, Default, PartialEq)]
@@ -46,18 +37,18 @@ pub struct Migration {
     pub stored_before: Vec<String>,
 }
 
-pub fn migrate_storage(args: &MigrateArgs, out: &mut impl Write) -> anyhow::Result<()> {
+/// The `migrate-storage` command for `crd` (e.g. `myapps.example.com`): migrates, then prints what it did.
+pub fn migrate_storage(crd: &str, out: &mut impl Write) -> anyhow::Result<()> {
     let migration = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
         .block_on(async {
             let client = Client::try_default().await?;
-            migrate(client, &args.crd).await
+            migrate(client, crd).await
         })?;
     writeln!(
         out,
-        "{}: {} objects rewritten at {}, {} already stored so; storedVersions {:?} -> [{:?}]",
-        args.crd,
+        "{crd}: {} objects rewritten at {}, {} already stored so; storedVersions {:?} -> [{:?}]",
         migration.rewritten,
         migration.storage_version,
         migration.unchanged,

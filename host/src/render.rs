@@ -3,18 +3,40 @@
 //! a module.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cli::{OutputFormat, RenderArgs};
-use crate::guest::{Module, Request, Runtime};
+use crate::guest::{Module, Request, Runtime, RuntimeConfig};
+use crate::kind::Gvk;
 use crate::related::related_from;
+use crate::text::OutputFormat;
 use crate::validate::{Rules, validate};
 
-pub fn render(args: &RenderArgs, out: &mut impl Write) -> anyhow::Result<()> {
+/// What `render` works on, as a reconciler author has it: files.
+#[derive(Debug)]
+pub struct RenderOptions {
+    /// The component (.wasm).
+    pub module: PathBuf,
+    /// The parent object (YAML or JSON).
+    pub parent: PathBuf,
+    /// The observed children (multi-document YAML).
+    pub observed: Option<PathBuf>,
+    /// The objects the module's `related` may select from (multi-document YAML).
+    pub related: Option<PathBuf>,
+    /// The child kinds allowed; empty: every kind.
+    pub children: Vec<Gvk>,
+    /// Call as while the parent is being deleted.
+    pub finalizing: bool,
+    /// Instead of reconciling, convert the parent to this apiVersion.
+    pub convert_to: Option<String>,
+    pub output: OutputFormat,
+    pub runtime: RuntimeConfig,
+}
+
+pub fn render(args: &RenderOptions, out: &mut impl Write) -> anyhow::Result<()> {
     let parent = read_documents(&args.parent)?
         .into_iter()
         .next()
@@ -32,15 +54,11 @@ pub fn render(args: &RenderArgs, out: &mut impl Write) -> anyhow::Result<()> {
         parent["metadata"]["name"].as_str().unwrap_or("?")
     );
 
-    let runtime = Runtime::new(args.runtime.config())?;
+    let runtime = Runtime::new(args.runtime.clone())?;
     let module = Module::load_file(&runtime, &args.module)?;
     if let Some(to_api_version) = &args.convert_to {
         let converted = module.convert(&parent, to_api_version)?;
-        return match args.output {
-            OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&converted)?),
-            OutputFormat::Yaml => write!(out, "{}", serde_norway::to_string(&converted)?),
-        }
-        .map_err(Into::into);
+        return args.output.write(&converted, out);
     }
     let available = match &args.related {
         Some(path) => read_documents(path)?,
@@ -67,7 +85,7 @@ pub fn render(args: &RenderArgs, out: &mut impl Write) -> anyhow::Result<()> {
                 "requeueAfterSeconds": answer.requeue_after.map(|d| d.as_secs()),
                 "finalized": answer.finalized,
             });
-            writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+            OutputFormat::Json.write(&doc, out)?;
         }
         OutputFormat::Yaml => {
             for child in &children {

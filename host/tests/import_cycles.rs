@@ -10,6 +10,9 @@
 //! file. Test modules count like the rest (`#[cfg(test)] mod tests` and `*_tests.rs` files): tests
 //! are compiled code with the same imports. The check finds the strongly connected components
 //! (Tarjan) and names, for each, its files and the lines that make its edges.
+//!
+//! The same graph checks the top layer: `cli` turns flags into the plain values the other modules
+//! take, so no other file uses it, and none but it (and `main`) mentions clap.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,10 +23,7 @@ use syn::{Item, UseTree, Visibility};
 
 #[test]
 fn no_file_of_the_host_is_in_an_import_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = BTreeMap::new();
-    read_tree(&src, &src, &mut files);
-    let cycles = Graph::of(&files).cycles();
+    let cycles = Graph::of(&host_files()).cycles();
     let report: Vec<String> = cycles.iter().map(Cycle::to_string).collect();
     println!("{} import cycle(s):\n{}", cycles.len(), report.join("\n"));
     assert!(
@@ -32,6 +32,34 @@ fn no_file_of_the_host_is_in_an_import_cycle() {
          the lower file, or to a small file below both):\n{}",
         report.join("\n")
     );
+}
+
+#[test]
+fn only_the_cli_knows_flags() {
+    let files = host_files();
+    let in_cli = |file: &str| file.starts_with("cli/");
+    let mut found: Vec<String> = (Graph::of(&files).edges.into_iter())
+        .filter(|edge| in_cli(&edge.to) && !in_cli(&edge.from))
+        .map(|edge| format!("  {} -> {}: {}", edge.from, edge.to, edge.evidence))
+        .collect();
+    for (file, text) in &files {
+        if !in_cli(file) && file != "main.rs" && text.contains("clap") {
+            found.push(format!("  {file} mentions clap"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "flags outside the cli (give the module a plain settings value, made in cli/):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The files of `host/src`, by path relative to it.
+fn host_files() -> BTreeMap<String, String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    read_tree(&src, &src, &mut files);
+    files
 }
 
 fn read_tree(root: &Path, dir: &Path, files: &mut BTreeMap<String, String>) {

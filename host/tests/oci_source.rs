@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use reconcile_host::source::oci::{Credentials, OciSource, RegistryArgs};
+use reconcile_host::source::oci::{Credentials, OciSource, Transport};
 use reconcile_host::source::{ModuleSource, Update};
 
 use common::guests::{component, myapp_variant_b};
@@ -30,22 +30,22 @@ fn source(registry: &Registry, reference: &str, cache: Option<&Path>) -> ModuleS
     )
 }
 
-fn plain_http(registry: &Registry) -> RegistryArgs {
-    RegistryArgs {
-        oci_plain_http: vec![registry.addr.clone()],
-        ..RegistryArgs::default()
+fn plain_http(registry: &Registry) -> Transport {
+    Transport {
+        plain_http: vec![registry.addr.clone()],
+        ..Transport::default()
     }
 }
 
 fn source_with(
     reference: &str,
-    registry: RegistryArgs,
+    transport: Transport,
     credentials: Credentials,
     cache: Option<&Path>,
 ) -> ModuleSource {
     ModuleSource::Oci(Arc::new(OciSource {
         reference: reference.parse().unwrap(),
-        registry,
+        transport,
         credentials,
         poll_interval: POLL,
         cache_dir: cache.map(Path::to_path_buf),
@@ -223,18 +223,13 @@ async fn an_https_registry_with_a_private_ca_is_trusted_only_with_its_ca_file() 
     let pinned = registry.push(&module, "myapp:v1", &[]);
     let ca = registry.ca.clone().unwrap();
 
-    let untrusted = source_with(
-        &pinned,
-        RegistryArgs::default(),
-        Credentials::Anonymous,
-        None,
-    );
+    let untrusted = source_with(&pinned, Transport::default(), Credentials::Anonymous, None);
     let error = next(&mut untrusted.updates(None)).await.unwrap_err();
     assert!(error.contains("UnknownIssuer"), "{error}");
     // Trusted once the operator names its CA (on top of the system's).
-    let trusted = RegistryArgs {
-        oci_ca_file: Some(ca),
-        ..RegistryArgs::default()
+    let trusted = Transport {
+        ca_file: Some(ca),
+        ..Transport::default()
     };
     let mut updates = source_with(&pinned, trusted, Credentials::Anonymous, None).updates(None);
     assert_eq!(next(&mut updates).await.unwrap(), bytes(&module));

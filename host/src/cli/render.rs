@@ -1,11 +1,14 @@
-//! The flags of `render`.
+//! The flags of `render`, turned into its [`RenderOptions`].
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::RuntimeArgs;
+use super::value::one_of;
 use crate::kind::Gvk;
+use crate::render::RenderOptions;
+use crate::text::OutputFormat;
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
@@ -32,14 +35,24 @@ pub struct RenderArgs {
     /// by the module's `convert`, as the CRD conversion webhook would.
     #[arg(long, value_name = "API_VERSION", conflicts_with_all = ["observed", "related", "finalizing", "children"])]
     pub convert_to: Option<String>,
-    #[arg(long, short = 'o', default_value = "yaml")]
+    #[arg(long, short = 'o', default_value = "yaml", value_parser = one_of::<OutputFormat>(&OutputFormat::NAMES))]
     pub output: OutputFormat,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum OutputFormat {
-    Yaml,
-    Json,
+impl RenderArgs {
+    pub fn options(&self) -> RenderOptions {
+        RenderOptions {
+            module: self.module.clone(),
+            parent: self.parent.clone(),
+            observed: self.observed.clone(),
+            related: self.related.clone(),
+            children: self.children.clone(),
+            finalizing: self.finalizing,
+            convert_to: self.convert_to.clone(),
+            output: self.output,
+            runtime: self.runtime.config(),
+        }
+    }
 }

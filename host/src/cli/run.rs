@@ -2,12 +2,14 @@
 
 use clap::Args;
 
-use super::{NameArgs, PolicyArgs, RuntimeArgs, SelectionArgs};
+use super::{
+    ConversionArgs, CredentialsArgs, HostArgs, NameArgs, OciArgs, PolicyArgs, RuntimeArgs,
+    SelectionArgs,
+};
 use crate::controller::Settings;
 use crate::identity::{Identity, LEASE_PREFIX};
 use crate::kind::Gvk;
 use crate::reconciler::{RunOptions, leader};
-use crate::source::oci::{CredentialsArgs, OciArgs};
 use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
 
 #[derive(Debug, Args)]
@@ -47,16 +49,8 @@ pub struct RunArgs {
     /// Parents reconciled at once.
     #[arg(long, env = "RECONCILE_HOST_CONCURRENCY", default_value_t = 16)]
     pub concurrency: u16,
-    /// Address of /healthz, /readyz and /metrics (port 0: any free port, logged).
-    #[arg(
-        long,
-        env = "RECONCILE_HOST_METRICS_ADDR",
-        default_value = "0.0.0.0:8080"
-    )]
-    pub metrics_addr: std::net::SocketAddr,
-    /// Elect a leader among replicas on a Lease; only the leader reconciles.
-    #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION")]
-    pub leader_election: bool,
+    #[command(flatten)]
+    pub host: HostArgs,
     /// Namespace of the Lease (default: POD_NAMESPACE, else `default`).
     #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_NAMESPACE")]
     pub leader_election_namespace: Option<String>,
@@ -85,7 +79,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
-    pub conversion: crate::conversion::ConversionArgs,
+    pub conversion: ConversionArgs,
     #[command(flatten)]
     pub oci: OciArgs,
     #[command(flatten)]
@@ -115,10 +109,11 @@ impl RunArgs {
     /// credentials, the election named.
     pub fn options(&self) -> RunOptions {
         let settings = self.settings();
+        let oci = self.oci.settings();
         let of = |location| {
             let credentials = self.oci_credentials.credentials();
             let cache_dir = self.runtime.cache_dir.as_deref();
-            ModuleSource::of(location, &self.oci, credentials, cache_dir)
+            ModuleSource::of(location, &oci, credentials, cache_dir)
         };
         let source = match (&self.module, &self.module_configmap) {
             (Some(location), _) => of(location),
@@ -130,7 +125,7 @@ impl RunArgs {
             (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
             (None, None) => None,
         };
-        let election = self.leader_election.then(|| leader::Election {
+        let election = self.host.leader_election.then(|| leader::Election {
             namespace: (self.leader_election_namespace.clone()).unwrap_or_else(leader::namespace),
             lease: self.lease(&settings.identity),
             identity: leader::identity(),
@@ -139,9 +134,9 @@ impl RunArgs {
             settings,
             source,
             shadow_source,
-            metrics_addr: self.metrics_addr,
+            metrics_addr: self.host.metrics_addr,
             election,
-            conversion: self.conversion.clone(),
+            conversion: self.conversion.webhook(),
             runtime: self.runtime.config(),
         }
     }

@@ -99,8 +99,7 @@ mod run {
 mod plan {
     use clap::Parser;
 
-    use crate::cli::{Cli, Command};
-    use crate::plan::PlanArgs;
+    use crate::cli::{Cli, Command, PlanArgs};
 
     fn plan_with(args: &[&str]) -> Result<PlanArgs, clap::Error> {
         let base = ["reconcile-host", "plan", "--module", "new.wasm"];

@@ -36,11 +36,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::cli::ConformanceArgs;
 use conversion::ConversionCase;
 use reconcile::ReconcileCase;
 
-use crate::guest::{Module, Runtime};
+use crate::guest::{Module, Runtime, RuntimeConfig};
+use crate::kind::Gvk;
 use crate::validate::Rules;
 
 /// The outcome of every case of one run.
@@ -92,16 +92,23 @@ impl fmt::Display for Report {
     }
 }
 
-/// The `conformance` command: loads the module, runs every case, prints the report; an error if any
-/// case failed (so the process exits non-zero).
-pub fn conformance(args: &ConformanceArgs, out: &mut impl std::io::Write) -> anyhow::Result<()> {
-    let runtime = Runtime::new(args.runtime.config())?;
-    let module = Module::load_file(&runtime, &args.module)?;
-    if args.children.is_empty() {
+/// The `conformance` command: loads `module` with the limits of `runtime`, runs every case under
+/// `fixtures` with `children` as the allowed child kinds (none: any), prints the report; an error if
+/// any case failed (so the process exits non-zero).
+pub fn conformance(
+    module: &Path,
+    fixtures: &Path,
+    children: &[Gvk],
+    runtime: RuntimeConfig,
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<()> {
+    let runtime = Runtime::new(runtime)?;
+    let module = Module::load_file(&runtime, module)?;
+    if children.is_empty() {
         eprintln!("note: no --child given, so child kinds are not checked against an allow-list");
     }
-    let rules = Rules::new((!args.children.is_empty()).then(|| args.children.clone()));
-    let report = run(&module, &args.fixtures, &rules)?;
+    let rules = Rules::new((!children.is_empty()).then(|| children.to_vec()));
+    let report = run(&module, fixtures, &rules)?;
     writeln!(out, "{report}")?;
     anyhow::ensure!(
         report.is_success(),

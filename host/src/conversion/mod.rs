@@ -29,7 +29,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum_server::tls_rustls::RustlsConfig;
-use clap::Args;
 use tokio::sync::watch;
 
 pub use converter::{Converter, Observer, Outcome};
@@ -40,73 +39,49 @@ pub use secret::SecretRef;
 pub use server::Handler;
 pub use tls::{Bundle, TlsError};
 
-/// The conversion webhook's flags; without `--conversion-webhook-addr` there is no webhook.
-#[derive(Clone, Debug, Args)]
-#[command(group(
-    clap::ArgGroup::new("webhook-cert")
-        .args(["webhook_cert_dir", "webhook_cert_secret"])
-        .multiple(false)
-))]
-pub struct ConversionArgs {
-    /// Serve the parent CRD's conversion webhook (`POST /convert`, HTTPS) on this address
-    /// (port 0: any free port, logged).
-    #[arg(
-        long,
-        env = "RECONCILE_HOST_CONVERSION_WEBHOOK_ADDR",
-        requires_all = ["conversion_crd", "webhook-cert"]
-    )]
-    pub conversion_webhook_addr: Option<SocketAddr>,
-    /// The CustomResourceDefinition whose caBundle the host sets, e.g. myapps.example.com. Its
-    /// manifest declares `conversion: {strategy: Webhook, webhook: ...}` (service or url).
-    #[arg(long, env = "RECONCILE_HOST_CONVERSION_CRD")]
-    pub conversion_crd: Option<String>,
-    /// The serving certificate from a directory with `tls.crt`, `tls.key` and optional `ca.crt` (a
-    /// mounted `kubernetes.io/tls` Secret, e.g. cert-manager's); the CA bundle is `ca.crt`, else
-    /// `tls.crt`.
-    #[arg(long, env = "RECONCILE_HOST_WEBHOOK_CERT_DIR")]
-    pub webhook_cert_dir: Option<PathBuf>,
-    /// Make a CA and serving certificate and keep them in this Secret, NAMESPACE/NAME, shared by every
-    /// replica and restart; remade when expiring within 30 days or not covering the names.
-    #[arg(long, env = "RECONCILE_HOST_WEBHOOK_CERT_SECRET")]
-    pub webhook_cert_secret: Option<SecretRef>,
-    /// A DNS name or IP address of the self-made certificate, e.g. the Service's
-    /// `NAME.NAMESPACE.svc` (repeatable; env: comma-separated).
-    #[arg(
-        long = "webhook-dns-name",
-        env = "RECONCILE_HOST_WEBHOOK_DNS_NAMES",
-        value_delimiter = ',',
-        default_values = ["localhost", "127.0.0.1"]
-    )]
-    pub webhook_dns_names: Vec<String>,
+/// The conversion webhook, as the operator configures it (`run`'s `--conversion-webhook-addr` and
+/// the flags beside it).
+#[derive(Clone, Debug)]
+pub struct WebhookSettings {
+    /// Where to serve `POST /convert` over HTTPS (port 0: any free port, logged).
+    pub addr: SocketAddr,
+    /// The CustomResourceDefinition whose caBundle the host sets, `<plural>.<group>`.
+    pub crd: String,
+    pub certificate: Certificate,
 }
 
-/// Starts the conversion webhook if `args` ask for one: loads or makes the certificate, applies the
-/// caBundle to the CRD (and keeps it there), and serves at most `slots` reviews at once, reloading
-/// the certificate when it changes. Returns the bound address, or `None` when no webhook was asked for.
+/// Where the serving certificate comes from.
+#[derive(Clone, Debug)]
+pub enum Certificate {
+    /// A directory with `tls.crt`, `tls.key` and optional `ca.crt` (a mounted `kubernetes.io/tls`
+    /// Secret); the CA bundle is `ca.crt`, else `tls.crt`.
+    Dir(PathBuf),
+    /// A CA and serving certificate the host makes for `names` (DNS names or IP addresses) and keeps
+    /// in `secret`, shared by every replica and restart.
+    Secret {
+        secret: SecretRef,
+        names: Vec<String>,
+    },
+}
+
+/// Starts the conversion webhook: loads or makes the certificate, applies the caBundle to the CRD
+/// (and keeps it there), and serves at most `slots` reviews at once, reloading the certificate when it
+/// changes. Returns the bound address.
 pub async fn start(
-    args: &ConversionArgs,
+    settings: &WebhookSettings,
     client: kube::Client,
     converter: Converter,
     observer: Observer,
     slots: usize,
-) -> anyhow::Result<Option<SocketAddr>> {
-    let Some(addr) = args.conversion_webhook_addr else {
-        return Ok(None);
-    };
-    let crd = args
-        .conversion_crd
-        .clone()
-        .ok_or_else(|| anyhow::anyhow!("--conversion-webhook-addr needs --conversion-crd"))?;
-    let source = match (&args.webhook_cert_dir, &args.webhook_cert_secret) {
-        (Some(dir), _) => CertSource::Dir(dir.clone()),
-        (None, Some(secret)) => CertSource::Secret {
+) -> anyhow::Result<SocketAddr> {
+    let crd = settings.crd.clone();
+    let source = match &settings.certificate {
+        Certificate::Dir(dir) => CertSource::Dir(dir.clone()),
+        Certificate::Secret { secret, names } => CertSource::Secret {
             client: client.clone(),
             secret: secret.clone(),
-            names: args.webhook_dns_names.clone(),
+            names: names.clone(),
         },
-        (None, None) => anyhow::bail!(
-            "--conversion-webhook-addr needs --webhook-cert-dir or --webhook-cert-secret"
-        ),
     };
     let bundle = source.load().await?;
     let tls = RustlsConfig::from_config(Arc::new(bundle.server_config()?));
@@ -118,66 +93,8 @@ pub async fn start(
     let group = crd_group(&crd)
         .ok_or_else(|| anyhow::anyhow!("--conversion-crd {crd} is not <plural>.<group>"))?;
     let handler = Handler::new(converter, observer, group, slots);
-    let bound = server::serve(addr, tls.clone(), handler)?;
+    let bound = server::serve(settings.addr, tls.clone(), handler)?;
     tokio::spawn(reload::follow(source, bundle, tls, ca, reload::REFRESH));
     tracing::info!(%bound, %crd, "serving the conversion webhook");
-    Ok(Some(bound))
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::*;
-
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        conversion: ConversionArgs,
-    }
-
-    fn parse(args: &[&str]) -> Result<ConversionArgs, clap::Error> {
-        let argv = std::iter::once("reconcile-host").chain(args.iter().copied());
-        Cli::try_parse_from(argv).map(|cli| cli.conversion)
-    }
-
-    #[test]
-    fn no_address_no_webhook_and_nothing_else_required() {
-        let args = parse(&[]).unwrap();
-        assert_eq!(args.conversion_webhook_addr, None);
-        assert_eq!(args.webhook_dns_names, ["localhost", "127.0.0.1"]);
-    }
-
-    #[test]
-    fn an_address_needs_a_crd_and_exactly_one_certificate_source() {
-        let addr = ["--conversion-webhook-addr", "0.0.0.0:9443"];
-        let crd = ["--conversion-crd", "myapps.example.com"];
-        let secret = ["--webhook-cert-secret", "ns/webhook-cert"];
-        let dir = ["--webhook-cert-dir", "/certs"];
-        assert!(parse(&[addr.as_slice(), &secret].concat()).is_err());
-        assert!(parse(&[addr.as_slice(), &crd].concat()).is_err());
-        assert!(parse(&[addr.as_slice(), &crd, &secret, &dir].concat()).is_err());
-        let args = parse(&[addr.as_slice(), &crd, &dir].concat()).unwrap();
-        assert_eq!(args.webhook_cert_dir, Some(PathBuf::from("/certs")));
-        let args = parse(
-            &[
-                addr.as_slice(),
-                &crd,
-                &secret,
-                &[
-                    "--webhook-dns-name",
-                    "webhook.ns.svc",
-                    "--webhook-dns-name",
-                    "10.0.0.9",
-                ],
-            ]
-            .concat(),
-        )
-        .unwrap();
-        assert_eq!(
-            args.webhook_cert_secret,
-            Some("ns/webhook-cert".parse().unwrap())
-        );
-        assert_eq!(args.webhook_dns_names, ["webhook.ns.svc", "10.0.0.9"]);
-    }
+    Ok(bound)
 }

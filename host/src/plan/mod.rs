@@ -17,22 +17,20 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::Args;
 use kube::Client;
 use kube::api::ListParams;
 use kube::core::DynamicObject;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
-use crate::cli::{NameArgs, SelectionArgs};
-use crate::cli::{OutputFormat, RuntimeArgs};
 use crate::controller::{Context, ResolvedKind, Settings, as_cached};
-use crate::guest::{Module, Runtime};
+use crate::guest::{Module, Runtime, RuntimeConfig};
 use crate::identity::Identity;
-use crate::kind::Gvk;
-use crate::platform::spec::{Key, NamespacedName};
+use crate::platform::spec::Key;
 use crate::telemetry::Metrics;
+use crate::text::OutputFormat;
 pub use parent::{ParentPlan, Verdict};
+pub use reconciler::parse_namespaced;
 pub use report::Summary;
 
 /// Exit code when some parent would fail: the module must not be rolled out as it is.
@@ -40,113 +38,46 @@ pub const EXIT_FAILING: u8 = 2;
 /// Exit code with `--fail-on-change` when some parent would change.
 pub const EXIT_CHANGES: u8 = 3;
 
-#[derive(Debug, Args)]
-#[command(group(
-    clap::ArgGroup::new("reconciler_object")
-        .args(["reconciler", "cluster_reconciler"])
-        .conflicts_with_all([
-            "parent",
-            "children",
-            "related",
-            "namespace",
-            "child_namespaces",
-            "child_namespace_selector",
-            "parent_selector",
-        ]),
-))]
-pub struct PlanArgs {
-    /// The candidate reconciler component (.wasm).
-    #[arg(long, short = 'm')]
+/// What a plan runs as: the reconciler that `run`'s flags describe, or a platform reconciler's object.
+#[derive(Debug)]
+pub enum PlanTarget {
+    /// The settings of a host run with flags (`--parent`, `--child`, ...), as the caller.
+    Settings(Settings),
+    /// A `Reconciler` or `ClusterReconciler`, as `serve` runs it: its settings, limits and
+    /// ServiceAccount.
+    Reconciler(Key),
+}
+
+/// Everything `plan` needs, as plain values: the command line builds it (`cli::PlanArgs`).
+#[derive(Debug)]
+pub struct PlanOptions {
+    /// The candidate component (.wasm).
     pub module: PathBuf,
-    /// Plan as the `Reconciler` NAMESPACE/NAME runs on the platform: its parent kind, children,
-    /// related kinds, selection and limits come from the object, and every read and dry-run is made as
-    /// its ServiceAccount (impersonated, as `serve` does: the caller needs `impersonate` on it).
-    /// `--module` stays the candidate.
-    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = reconciler::parse_namespaced)]
-    pub reconciler: Option<NamespacedName>,
-    /// Plan as the `ClusterReconciler` NAME runs (see --reconciler).
-    #[arg(long, value_name = "NAME")]
-    pub cluster_reconciler: Option<String>,
-    /// The parent kind, GROUP/VERSION/KIND, as the host runs it.
-    #[arg(long, required_unless_present = "reconciler_object")]
-    pub parent: Option<Gvk>,
-    /// A child kind the guest may create, GROUP/VERSION/KIND (repeatable), as the host runs it.
-    #[arg(long = "child", required_unless_present = "reconciler_object")]
-    pub children: Vec<Gvk>,
-    /// A kind the module may read as related objects, GROUP/VERSION/KIND (repeatable), as the host
-    /// runs it: each is listed once, and the module's `related` selects from it as from the host's cache.
-    #[arg(long = "related")]
-    pub related: Vec<Gvk>,
-    /// Only parents in this namespace (default: all namespaces).
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// Plan as a host running with `--adopt-orphans` would act.
-    #[arg(long)]
+    pub target: PlanTarget,
+    /// Plan as a host that lets parents adopt orphans acts.
     pub adopt_orphans: bool,
-    /// Exit with 3 when any parent would change (default: only failures, exit 2, gate).
-    #[arg(long)]
+    /// Exit with [`EXIT_CHANGES`] when any parent would change.
     pub fail_on_change: bool,
-    #[arg(long, short = 'o', default_value = "yaml")]
     pub output: OutputFormat,
-    /// Where a cluster-scoped parent's children may live, and which parents a decorator takes, as
-    /// the host runs it.
-    #[command(flatten)]
-    pub selection: SelectionArgs,
-    /// The reconciler's name, as the host runs it: the plan sees the children that carry it.
-    #[command(flatten)]
-    pub name: NameArgs,
-    #[command(flatten)]
-    pub runtime: RuntimeArgs,
+    /// The guest limits of a plan as the caller (a reconciler object brings its own).
+    pub runtime: RuntimeConfig,
 }
 
-impl PlanArgs {
-    /// The reconciler object to plan as, if one is named.
-    pub(crate) fn reconciler_key(&self) -> Option<Key> {
-        let namespaced = self.reconciler.as_ref().map(|r| Key {
-            namespace: Some(r.namespace.clone()),
-            name: r.name.clone(),
-        });
-        let cluster = self.cluster_reconciler.as_ref().map(|name| Key {
-            namespace: None,
-            name: name.clone(),
-        });
-        namespaced.or(cluster)
-    }
-
-    /// The settings the flags describe (without `--reconciler`; clap requires `--parent` then).
-    fn settings(&self) -> Settings {
-        let parent = self.parent.clone().expect("clap requires --parent");
-        let selection = (&self.selection).into();
-        Settings {
-            identity: self.name.identity(&parent, &selection),
-            parent,
-            children: self.children.clone(),
-            related: self.related.clone(),
-            namespace: self.namespace.clone(),
-            finalizer: None,
-            concurrency: 1,
-            resync_period: None,
-            adopt_orphans: self.adopt_orphans,
-            selection,
-        }
-    }
-}
-
-pub fn plan(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+pub fn plan(args: PlanOptions, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
         .block_on(plan_async(args, out))
 }
 
-async fn plan_async(args: &PlanArgs, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    let host = Runtime::new(args.runtime.config())?;
+async fn plan_async(args: PlanOptions, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let host = Runtime::new(args.runtime)?;
     let config = kube::Config::infer().await?;
     let caller = Client::try_from(config.clone())?;
     // As the caller, or as the reconciler: its settings and limits, and every call as its ServiceAccount.
-    let (settings, runtime, client, who) = match args.reconciler_key() {
-        None => (args.settings(), host, caller, "the caller".to_string()),
-        Some(key) => {
+    let (settings, runtime, client, who) = match args.target {
+        PlanTarget::Settings(settings) => (settings, host, caller, "the caller".to_string()),
+        PlanTarget::Reconciler(key) => {
             let as_it =
                 reconciler::plan_as(&caller, &config, key, &host, args.adopt_orphans).await?;
             (as_it.settings, as_it.runtime, as_it.client, as_it.user)

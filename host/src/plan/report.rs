@@ -6,7 +6,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::parent::{ParentPlan, Verdict};
-use crate::cli::OutputFormat;
+use crate::text::OutputFormat;
 
 /// How many parents would stay as they are, change, or fail.
 #[derive(Debug, Default, PartialEq, Serialize)]
@@ -67,9 +67,6 @@ pub fn write(
             .filter(|p| matches!(p.verdict, Verdict::Changed | Verdict::Failing))
             .collect(),
     };
-    match format {
-        OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        OutputFormat::Yaml => write!(out, "{}", serde_norway::to_string(&report)?)?,
-    }
+    format.write(&report, out)?;
     Ok(summary)
 }

@@ -17,7 +17,7 @@ use super::status::{Report, StatusWriter};
 use crate::controller::{Context, Settings};
 use crate::guest::{Runtime, RuntimeConfig};
 use crate::reconciler::{Blocked, ReconcilerBuilder, Startup, Waiting};
-use crate::source::oci::OciArgs;
+use crate::source::oci::OciSettings;
 use crate::source::{ModuleProblem, ModuleSource};
 use crate::telemetry::{Metrics, Recorder};
 
@@ -42,7 +42,7 @@ pub struct Shared {
     pub adopt_orphans: bool,
     /// How `oci://` modules are reached and polled (`--oci-plain-http`, `--oci-ca-file`,
     /// `--oci-poll-interval`).
-    pub oci: OciArgs,
+    pub oci: OciSettings,
 }
 
 /// A client on `config`'s connection that makes every call as `user`: the API server's RBAC then

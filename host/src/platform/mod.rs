@@ -14,80 +14,64 @@ mod spec_error;
 mod status;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use clap::Args;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::core::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
 
-use crate::cli::PolicyArgs;
-use crate::cli::RuntimeArgs;
-use crate::guest::Runtime;
+use crate::guest::{Runtime, RuntimeConfig};
 use crate::reconciler::{leader, shutdown_signal};
-use crate::source::oci::OciArgs;
+use crate::source::oci::OciSettings;
 use crate::telemetry::{Health, Metrics, Recorder, serve as serve_http};
 use instance::Shared;
 pub use instance::impersonating;
 use manager::Manager;
 use spec::Scope;
 
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Address of /healthz, /readyz and /metrics (port 0: any free port, logged).
-    #[arg(
-        long,
-        env = "RECONCILE_HOST_METRICS_ADDR",
-        default_value = "0.0.0.0:8080"
-    )]
+/// Everything `serve` needs, as plain values: the command line builds it (`cli::ServeArgs`).
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// Address of /healthz, /readyz and /metrics.
     pub metrics_addr: std::net::SocketAddr,
     /// Elect a leader among replicas on the Lease `reconcile-host-platform`; only the leader runs
     /// reconcilers.
-    #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION")]
     pub leader_election: bool,
     /// Only reconciler objects matching this label selector (several platforms in one cluster).
-    #[arg(long, env = "RECONCILE_HOST_RECONCILER_SELECTOR")]
     pub reconciler_selector: Option<String>,
     /// Guest instances alive at once, over all reconcilers (the pool reserves this many slots).
-    #[arg(
-        long,
-        env = "RECONCILE_HOST_MAX_GUEST_INSTANCES",
-        default_value_t = 128
-    )]
     pub max_guest_instances: u32,
-    #[command(flatten)]
-    pub policy: PolicyArgs,
+    /// Every reconciler's resync period (`None`: never).
+    pub resync_period: Option<Duration>,
+    /// Whether a parent may adopt an object nothing controls.
+    pub adopt_orphans: bool,
     /// How every reconciler's `oci://` module is reached and polled: the operator's settings, which
     /// no reconciler can change. Credentials are each reconciler's own pull Secret; the host has none.
-    #[command(flatten)]
-    pub oci: OciArgs,
-    /// Defaults of every reconciler's guest limits; `--guest-memory-mib` is also the most a
-    /// reconciler's `spec.limits.memoryMiB` may ask for.
-    #[command(flatten)]
-    pub runtime: RuntimeArgs,
+    pub oci: OciSettings,
+    /// Defaults of every reconciler's guest limits; the memory limit is also the most a reconciler's
+    /// `spec.limits.memoryMiB` may ask for.
+    pub runtime: RuntimeConfig,
 }
 
-pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+pub fn serve(options: ServeOptions) -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(serve_async(args))
+        .block_on(serve_async(options))
 }
 
-async fn serve_async(args: ServeArgs) -> anyhow::Result<()> {
+async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
     let metrics = Metrics::new("reconcile-host-platform");
     let health = Arc::new(Health::default());
-    let addr = serve_http(args.metrics_addr, health.clone(), metrics.clone()).await?;
+    let addr = serve_http(options.metrics_addr, health.clone(), metrics.clone()).await?;
     tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
 
-    let defaults = args
-        .runtime
-        .config()
-        .max_instances(args.max_guest_instances);
+    let defaults = options.runtime.max_instances(options.max_guest_instances);
     let runtime = Runtime::new(defaults.clone())?;
     let config = kube::Config::infer().await?;
     let client = kube::Client::try_from(config.clone())?;
-    let election = args.leader_election.then(|| leader::Election {
+    let election = options.leader_election.then(|| leader::Election {
         namespace: leader::namespace(),
         lease: "reconcile-host-platform".into(),
         identity: leader::identity(),
@@ -100,13 +84,13 @@ async fn serve_async(args: ServeArgs) -> anyhow::Result<()> {
         runtime,
         defaults,
         metrics,
-        resync_period: args.policy.period(),
-        adopt_orphans: args.policy.adopt_orphans,
-        oci: args.oci,
+        resync_period: options.resync_period,
+        adopt_orphans: options.adopt_orphans,
+        oci: options.oci,
     });
 
     let mut selector = watcher::Config::default();
-    if let Some(labels) = &args.reconciler_selector {
+    if let Some(labels) = &options.reconciler_selector {
         selector = selector.labels(labels);
     }
     let watch = |scope: Scope| {

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::namespaced_name::NamespacedName;
 use super::spec_error::SpecError;
-use crate::source::oci::{Credentials, OciArgs, OciReference, OciSource};
+use crate::source::oci::{Credentials, OciReference, OciSettings, OciSource};
 use crate::source::{ConfigMapRef, ModuleSource};
 use crate::validate::check_name;
 
@@ -113,7 +113,7 @@ impl ModuleRef {
     pub fn source(
         &self,
         client: &kube::Client,
-        oci: &OciArgs,
+        oci: &OciSettings,
         cache_dir: Option<&Path>,
         own: Option<&str>,
     ) -> ModuleSource {
@@ -133,9 +133,9 @@ impl ModuleRef {
                 };
                 ModuleSource::Oci(Arc::new(OciSource {
                     reference: reference.clone(),
-                    registry: oci.registry.clone(),
+                    transport: oci.transport.clone(),
                     credentials,
-                    poll_interval: oci.oci_poll_interval,
+                    poll_interval: oci.poll_interval,
                     cache_dir: cache_dir
                         .map(|dir| dir.join(cache_partition(pull_secret.as_ref(), own))),
                 }))
@@ -287,9 +287,9 @@ mod tests {
             reference: "oci://r.io/team-a/myapp:v1".parse().unwrap(),
             pull_secret: Some(secret("team-a", "registry")),
         };
-        let oci = OciArgs {
-            registry: Default::default(),
-            oci_poll_interval: std::time::Duration::from_secs(5),
+        let oci = OciSettings {
+            transport: Default::default(),
+            poll_interval: std::time::Duration::from_secs(5),
         };
         let ModuleSource::Oci(source) =
             module.source(&client, &oci, Some(Path::new("/c")), Some("team-a"))
@@ -301,6 +301,6 @@ mod tests {
             source.cache_dir.as_deref(),
             Some(Path::new("/c/platform/secrets/team-a/registry"))
         );
-        assert_eq!(source.poll_interval, oci.oci_poll_interval);
+        assert_eq!(source.poll_interval, oci.poll_interval);
     }
 }

@@ -10,7 +10,7 @@ use super::builder::{GiveUp, ReconcilerBuilder};
 use super::driver::shutdown_signal;
 use super::{leader, webhook};
 use crate::controller::Settings;
-use crate::conversion::ConversionArgs;
+use crate::conversion::WebhookSettings;
 use crate::guest::{Runtime, RuntimeConfig};
 use crate::source::ModuleSource;
 use crate::telemetry::{Health, Metrics, serve};
@@ -26,7 +26,8 @@ pub struct RunOptions {
     pub metrics_addr: SocketAddr,
     /// The Lease to lead on before reconciling; `None`: reconcile at once.
     pub election: Option<leader::Election>,
-    pub conversion: ConversionArgs,
+    /// The parent CRD's conversion webhook, served with the active module; `None`: no webhook.
+    pub conversion: Option<WebhookSettings>,
     /// The guest runtime's limits; the instance count is sized here, from the concurrency.
     pub runtime: RuntimeConfig,
 }
@@ -53,7 +54,7 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
     let addr = serve(metrics_addr, health.clone(), metrics.clone()).await?;
     tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
 
-    let conversions = match conversion.conversion_webhook_addr {
+    let conversions = match conversion {
         Some(_) => webhook::CONVERSION_INSTANCES,
         None => 0,
     };
@@ -70,7 +71,9 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
             .shadow(shadow_source)
             .build(&mut GiveUp)
             .await?;
-    webhook::serve_conversion(&conversion, client.clone(), reconciler.context()).await?;
+    if let Some(conversion) = &conversion {
+        webhook::serve_conversion(conversion, client.clone(), reconciler.context()).await?;
+    }
     leader::lead(election, client, &metrics).await?;
 
     let ready = move || {

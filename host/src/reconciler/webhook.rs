@@ -8,20 +8,20 @@ use std::time::Instant;
 use kube::Client;
 
 use crate::controller::Context;
-use crate::conversion::{self, ConversionArgs, Converter, CrdEvents, Observer, Outcome};
+use crate::conversion::{self, Converter, CrdEvents, Observer, Outcome, WebhookSettings};
 
 /// Guest calls the webhook may make at once, beyond the reconciles': instance slots to reserve, and
 /// the reviews the webhook runs at once (one instance each; more wait, then are answered busy).
 pub(super) const CONVERSION_INSTANCES: u32 = 8;
 
-/// Starts the webhook if `args` ask for one.
+/// Starts the webhook.
 pub(super) async fn serve_conversion(
-    args: &ConversionArgs,
+    settings: &WebhookSettings,
     client: Client,
     ctx: &Arc<Context>,
 ) -> anyhow::Result<()> {
     let module = ctx.module();
-    if args.conversion_webhook_addr.is_some() && !module.converts() {
+    if !module.converts() {
         tracing::warn!(
             world = module.world(),
             "the module has no `convert`: every conversion will fail until a module with one is swapped in"
@@ -36,21 +36,13 @@ pub(super) async fn serve_conversion(
         result.map_err(|e| e.to_string())
     });
     let metrics = ctx.metrics.clone();
-    let events = match &args.conversion_crd {
-        Some(crd) if args.conversion_webhook_addr.is_some() => {
-            Some(CrdEvents::new(ctx.recorder.clone(), client.clone(), crd).await)
-        }
-        _ => None,
-    };
+    let events = CrdEvents::new(ctx.recorder.clone(), client.clone(), &settings.crd).await;
     let observer: Observer = Arc::new(move |outcome: &Outcome| {
         metrics.conversion(outcome.result);
-        if let Some(events) = &events {
-            events.tell(outcome);
-        }
+        events.tell(outcome);
     });
     let slots = CONVERSION_INSTANCES as usize;
-    if let Some(addr) = conversion::start(args, client, converter, observer, slots).await? {
-        tracing::info!(%addr, "conversion webhook ready");
-    }
+    let addr = conversion::start(settings, client, converter, observer, slots).await?;
+    tracing::info!(%addr, "conversion webhook ready");
     Ok(())
 }

@@ -17,7 +17,7 @@ use futures::stream::BoxStream;
 
 pub use configmap::ConfigMapRef;
 pub use load::{ModuleProblem, load};
-use oci::{Credentials, OciArgs, OciReference, OciSource};
+use oci::{Credentials, OciReference, OciSettings, OciSource};
 pub use update::Update;
 
 #[derive(Clone, Debug)]
@@ -53,7 +53,7 @@ impl ModuleSource {
     /// one uses.
     pub fn of(
         location: &ModuleLocation,
-        oci: &OciArgs,
+        oci: &OciSettings,
         credentials: Credentials,
         cache_dir: Option<&std::path::Path>,
     ) -> ModuleSource {
@@ -61,9 +61,9 @@ impl ModuleSource {
             ModuleLocation::File(path) => ModuleSource::File(path.clone()),
             ModuleLocation::Oci(reference) => ModuleSource::Oci(Arc::new(OciSource {
                 reference: reference.clone(),
-                registry: oci.registry.clone(),
+                transport: oci.transport.clone(),
                 credentials,
-                poll_interval: oci.oci_poll_interval,
+                poll_interval: oci.poll_interval,
                 cache_dir: cache_dir.map(PathBuf::from),
             })),
         }

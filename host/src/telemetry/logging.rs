@@ -2,10 +2,33 @@
 //! Colour only on a terminal: in files and pod logs the escape codes are noise.
 
 use std::io::IsTerminal;
+use std::str::FromStr;
 
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::LogFormat;
+/// How the host logs: text for people, JSON for log pipelines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    /// The names a flag takes, in the order help lists them.
+    pub const NAMES: [&str; 2] = ["text", "json"];
+}
+
+impl FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!("{other}: not one of {}", Self::NAMES.join(", "))),
+        }
+    }
+}
 
 pub fn init_logging(format: LogFormat, default_filter: &str) {
     let filter =

@@ -8,6 +8,6 @@ mod metrics;
 mod server;
 
 pub use events::Recorder;
-pub use logging::init_logging;
+pub use logging::{LogFormat, init_logging};
 pub use metrics::Metrics;
 pub use server::{Health, serve};

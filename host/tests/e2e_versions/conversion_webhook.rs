@@ -8,7 +8,9 @@ use std::sync::Arc;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, PostParams};
-use reconcile_host::conversion::{self, Bundle, ConversionArgs, Converter, Outcome, SecretRef};
+use reconcile_host::conversion::{
+    self, Bundle, Certificate, Converter, Outcome, SecretRef, WebhookSettings,
+};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
@@ -36,13 +38,14 @@ fn widget_converter() -> Converter {
     })
 }
 
-fn args(crd: &str, secret: &SecretRef) -> ConversionArgs {
-    ConversionArgs {
-        conversion_webhook_addr: Some("127.0.0.1:0".parse().unwrap()),
-        conversion_crd: Some(crd.to_string()),
-        webhook_cert_dir: None,
-        webhook_cert_secret: Some(secret.clone()),
-        webhook_dns_names: vec!["localhost".into(), "127.0.0.1".into()],
+fn settings(crd: &str, secret: &SecretRef) -> WebhookSettings {
+    WebhookSettings {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        crd: crd.to_string(),
+        certificate: Certificate::Secret {
+            secret: secret.clone(),
+            names: vec!["localhost".into(), "127.0.0.1".into()],
+        },
     }
 }
 
@@ -100,14 +103,13 @@ async fn widgets_are_read_at_either_version_through_the_webhook() {
     } = Setup::new(cluster, "widgets", "Widget").await;
     // The host starts before the CRD declares the webhook: it applies nothing, then follows the CRD.
     let addr = conversion::start(
-        &args(&crd, &secret),
+        &settings(&crd, &secret),
         client.clone(),
         widget_converter(),
         Arc::new(|_: &Outcome| {}),
         8,
     )
     .await
-    .unwrap()
     .unwrap();
     let webhook = json!({"strategy": "Webhook", "webhook": {
         "conversionReviewVersions": ["v1"],
@@ -194,14 +196,13 @@ async fn widgets_are_read_at_either_version_through_the_webhook() {
 
     // A restart (or another replica) serves under the same CA, and the caBundle stays.
     let again = conversion::start(
-        &args(&crd, &secret),
+        &settings(&crd, &secret),
         client,
         widget_converter(),
         Arc::new(|_: &Outcome| {}),
         8,
     )
     .await
-    .unwrap()
     .unwrap();
     assert_ne!(again, addr);
     assert_eq!(secret_ca(&admin, &secret).await, ca);
@@ -246,14 +247,13 @@ async fn an_expiring_certificate_in_the_secret_is_replaced() {
         .await
         .unwrap();
     conversion::start(
-        &args(&crd, &secret),
+        &settings(&crd, &secret),
         client,
         widget_converter(),
         Arc::new(|_: &Outcome| {}),
         8,
     )
     .await
-    .unwrap()
     .unwrap();
     let ca = secret_ca(&admin, &secret).await;
     assert_ne!(ca, expiring.ca_pem.as_bytes());

@@ -10,7 +10,6 @@
 //! operator's file for `run`, a reconciler's own pull Secret in platform mode); the guest has no
 //! network.
 
-mod args;
 mod cache;
 mod credentials;
 mod digest;
@@ -19,6 +18,7 @@ mod format;
 mod push;
 mod reference;
 mod registry;
+mod settings;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,23 +28,23 @@ use futures::stream::BoxStream;
 use tokio::sync::mpsc;
 
 use super::update::{Update, stream_of};
-pub use args::{CredentialsArgs, OciArgs, RegistryArgs};
 pub use credentials::Credentials;
 pub use error::OciError;
 pub(crate) use error::chain;
 pub use format::{
     LEGACY_WASM_LAYER_MEDIA_TYPE, SCHEME, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
 };
-pub use push::{PushArgs, push};
+pub use push::{PushOptions, push};
 pub use reference::OciReference;
 use registry::{Pulled, Registry};
+pub use settings::{OciSettings, Transport};
 
 /// One `oci://` module source: the reference, how to reach it and with which credentials, where pulled
 /// layers are kept.
 #[derive(Clone, Debug)]
 pub struct OciSource {
     pub reference: OciReference,
-    pub registry: RegistryArgs,
+    pub transport: Transport,
     pub credentials: Credentials,
     pub poll_interval: Duration,
     /// Where pulled layers go (an `oci/` folder under it): the host's `--cache-dir` for `run`, a
@@ -119,7 +119,7 @@ async fn check(
     recovering: bool,
 ) -> Result<Option<Pulled>, OciError> {
     let credentials = source.credentials.read().await?;
-    let registry = Registry::connect(&source.registry, credentials)?.with_cache(cache);
+    let registry = Registry::connect(&source.transport, credentials)?.with_cache(cache);
     let Some(digest) = current else {
         return registry.first(&source.reference).await;
     };
@@ -157,9 +157,9 @@ mod tests {
                 reference: format!("oci://{unreachable}/team/myapp@{manifest}")
                     .parse()
                     .unwrap(),
-                registry: RegistryArgs {
-                    oci_plain_http: vec![unreachable.into()],
-                    ..RegistryArgs::default()
+                transport: Transport {
+                    plain_http: vec![unreachable.into()],
+                    ..Transport::default()
                 },
                 credentials,
                 poll_interval: Duration::from_secs(60),

@@ -6,31 +6,28 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::Args;
 use oci_client::client::{Config, ImageLayer};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 
 use super::digest::sha256;
 use super::registry::{Registry, registry_error};
 use super::{
-    CredentialsArgs, OciError, OciReference, RegistryArgs, WASM_CONFIG_MEDIA_TYPE,
-    WASM_LAYER_MEDIA_TYPE,
+    Credentials, OciError, OciReference, Transport, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
 };
 
-#[derive(Debug, Args)]
-pub struct PushArgs {
+/// What to push where, and how to reach the registry.
+#[derive(Debug)]
+pub struct PushOptions {
     /// The component (.wasm).
     pub module: PathBuf,
     /// Where to, `oci://REGISTRY/REPOSITORY:TAG`.
     pub reference: OciReference,
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-    #[command(flatten)]
-    pub credentials: CredentialsArgs,
+    pub transport: Transport,
+    pub credentials: Credentials,
 }
 
 /// Pushes the module and prints its digest reference (the immutable form, for production).
-pub fn push(args: &PushArgs, out: &mut impl std::io::Write) -> anyhow::Result<()> {
+pub fn push(args: &PushOptions, out: &mut impl std::io::Write) -> anyhow::Result<()> {
     let bytes = std::fs::read(&args.module).map_err(|e| OciError::Module {
         path: args.module.display().to_string(),
         reason: e.to_string(),
@@ -62,11 +59,11 @@ pub fn push(args: &PushArgs, out: &mut impl std::io::Write) -> anyhow::Result<()
     Ok(())
 }
 
-async fn upload(args: &PushArgs, bytes: Vec<u8>) -> Result<String, OciError> {
+async fn upload(args: &PushOptions, bytes: Vec<u8>) -> Result<String, OciError> {
     let reference = &args.reference;
     let image = &reference.0;
-    let credentials = args.credentials.credentials().read().await?;
-    let registry = Registry::connect(&args.registry, credentials)?;
+    let credentials = args.credentials.read().await?;
+    let registry = Registry::connect(&args.transport, credentials)?;
     let auth = registry.auth(image);
     let title = args
         .module

@@ -16,8 +16,7 @@ use super::cache::Cache;
 use super::digest::sha256;
 use super::format::MAX_MODULE_BYTES;
 use super::{
-    LEGACY_WASM_LAYER_MEDIA_TYPE, OciError, OciReference, RegistryArgs, WASM_LAYER_MEDIA_TYPE,
-    chain,
+    LEGACY_WASM_LAYER_MEDIA_TYPE, OciError, OciReference, Transport, WASM_LAYER_MEDIA_TYPE, chain,
 };
 
 /// A module version as pulled: its manifest digest (what a tag points at) and the wasm bytes.
@@ -36,16 +35,16 @@ pub struct Registry {
 
 impl Registry {
     pub fn connect(
-        args: &RegistryArgs,
+        transport: &Transport,
         credentials: BTreeMap<String, RegistryAuth>,
     ) -> Result<Registry, OciError> {
         // reqwest is built on rustls without a provider of its own: use ring, as kube does.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let protocol = match args.oci_plain_http.as_slice() {
+        let protocol = match transport.plain_http.as_slice() {
             [] => ClientProtocol::Https,
             hosts => ClientProtocol::HttpsExcept(hosts.to_vec()),
         };
-        let extra_root_certificates = match &args.oci_ca_file {
+        let extra_root_certificates = match &transport.ca_file {
             Some(path) => read_certificates(path)?,
             None => Vec::new(),
         };
@@ -58,7 +57,7 @@ impl Registry {
             ..ClientConfig::default()
         };
         let client = Client::try_from(config).map_err(|e| OciError::CaFile {
-            path: display(args.oci_ca_file.as_deref()),
+            path: display(transport.ca_file.as_deref()),
             reason: chain(&e),
         })?;
         Ok(Registry {

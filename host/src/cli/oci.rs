@@ -1,11 +1,12 @@
-//! The operator's flags for registries: credentials, transport, and how often a tag is polled.
+//! The operator's registry flags: credentials, transport, and how often a tag is polled, turned into
+//! `source::oci`'s settings.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
-use super::credentials::Credentials;
+use crate::source::oci::{Credentials, OciSettings, Transport};
 
 /// The operator's registry credentials (`run` and `push`; not `serve`, where each reconciler names its
 /// own pull Secret and the host lends its credentials to no team).
@@ -24,10 +25,10 @@ impl CredentialsArgs {
     }
 }
 
-/// How the host reaches registries (transport): the operator's decisions, shared by every `oci://`
-/// source, `push`, and every reconciler of `serve` (a team cannot turn on plain HTTP).
+/// How the host reaches registries (transport), for every `oci://` source, `push`, and every
+/// reconciler of `serve`.
 #[derive(Clone, Debug, Default, Args)]
-pub struct RegistryArgs {
+pub struct TransportArgs {
     /// A registry (HOST[:PORT]) reached over plain HTTP instead of HTTPS (repeatable; env:
     /// comma-separated). Only for registries on a trusted network: nothing then protects the module
     /// on the way but its digest.
@@ -38,13 +39,31 @@ pub struct RegistryArgs {
     pub oci_ca_file: Option<PathBuf>,
 }
 
-/// Settings of an `oci://` module source.
+impl TransportArgs {
+    pub fn transport(&self) -> Transport {
+        Transport {
+            plain_http: self.oci_plain_http.clone(),
+            ca_file: self.oci_ca_file.clone(),
+        }
+    }
+}
+
+/// Settings of every `oci://` module source.
 #[derive(Clone, Debug, Args)]
 pub struct OciArgs {
     #[command(flatten)]
-    pub registry: RegistryArgs,
+    pub transport: TransportArgs,
     /// How often a tag is checked for a new digest (e.g. `1m`, `30s`); a digest reference is never
     /// polled.
     #[arg(long, env = "RECONCILE_HOST_OCI_POLL_INTERVAL", default_value = "1m", value_parser = crate::text::parse_period)]
     pub oci_poll_interval: Duration,
+}
+
+impl OciArgs {
+    pub fn settings(&self) -> OciSettings {
+        OciSettings {
+            transport: self.transport.transport(),
+            poll_interval: self.oci_poll_interval,
+        }
+    }
 }
