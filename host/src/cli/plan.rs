@@ -25,6 +25,7 @@ use crate::text::OutputFormat;
             "child_namespaces",
             "child_namespace_selector",
             "parent_selector",
+            "namespace_selector",
         ]),
 ))]
 pub struct PlanArgs {

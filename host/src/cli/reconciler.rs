@@ -76,6 +76,17 @@ pub struct SelectionArgs {
     /// a finalize call).
     #[arg(long, env = "RECONCILE_HOST_PARENT_SELECTOR")]
     pub parent_selector: Option<LabelSelector>,
+    /// Only the namespaces carrying these labels (kubectl syntax): the parents in them (a Namespace
+    /// parent: itself) are taken, and a parent whose namespace stops matching is released like a
+    /// decorator's; a cluster-scoped parent's children may live only there (with
+    /// `--child-namespace`/`--child-namespace-selector`: both must allow it). The host then watches
+    /// Namespaces.
+    #[arg(
+        long,
+        env = "RECONCILE_HOST_NAMESPACE_SELECTOR",
+        conflicts_with = "namespace"
+    )]
+    pub namespace_selector: Option<LabelSelector>,
 }
 
 impl From<&SelectionArgs> for Selection {
@@ -84,6 +95,7 @@ impl From<&SelectionArgs> for Selection {
             child_namespaces: args.child_namespaces.clone(),
             child_namespace_selector: args.child_namespace_selector.clone(),
             parent_selector: args.parent_selector.clone(),
+            namespace_selector: args.namespace_selector.clone(),
         }
     }
 }

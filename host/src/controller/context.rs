@@ -46,9 +46,10 @@ pub struct Context {
     pub children: Vec<ChildKind>,
     /// The kinds parents may read, their caches and each parent's selection.
     pub related: Related,
-    /// The cluster's Namespaces, for `--child-namespace-selector` (empty without it).
+    /// The cluster's Namespaces, for `--child-namespace-selector` and `--namespace-selector` (empty
+    /// without them).
     pub namespaces: Store<DynamicObject>,
-    /// Whether each Namespace matched `--child-namespace-selector` when last seen (`namespaces`).
+    /// How each Namespace fitted the selection when last seen (`namespaces`).
     pub namespace_matches: NamespaceMatches,
     pub rules: Rules,
     pub recorder: Recorder,
@@ -185,6 +186,21 @@ impl Context {
         writer.take()
     }
 
+    /// Whether this reconciler takes `parent`: its selectors, with its Namespace's labels from the
+    /// cache.
+    pub fn selects(&self, parent: &DynamicObject) -> bool {
+        self.passed_over(parent).is_none()
+    }
+
+    /// The selector `parent` fails (see [`Selection::passed_over`]).
+    pub fn passed_over(&self, parent: &DynamicObject) -> Option<String> {
+        let namespace = (self.selection.scope_of(parent)).and_then(|name| {
+            let key = ObjectRef::new_with(name, ApiResource::erase::<Namespace>(&()));
+            self.namespaces.get(&key)
+        });
+        self.selection.passed_over(parent, namespace.as_deref())
+    }
+
     /// Where the children of `parent` may live.
     pub fn placement(&self, parent: &DynamicObject) -> Placement {
         self.selection.placement(parent, &self.namespaces.state())
@@ -268,16 +284,13 @@ impl Context {
         }
     }
 
-    /// How many parents this reconciler takes: the cached ones its selector matches.
+    /// How many parents this reconciler takes: the cached ones its selectors match.
     pub fn parents_taken(&self) -> usize {
-        match self.selection.decorates() {
-            true => self
-                .parents
-                .state()
-                .iter()
-                .filter(|p| self.selection.selects(p))
-                .count(),
+        match self.selection.passes_over_some() {
             false => self.parents.len(),
+            true => (self.parents.state().iter())
+                .filter(|p| self.selects(p))
+                .count(),
         }
     }
 }

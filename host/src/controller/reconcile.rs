@@ -55,7 +55,7 @@ async fn reconcile_inner(
     ctx: &Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     // Observe and decide what comes first.
-    let selects = ctx.selection.selects(parent);
+    let selects = ctx.selects(parent);
     let finalizing = match start(parent, selects, ctx.finalizer.as_deref()) {
         Start::Release => return ctx.release(parent, key).await,
         Start::AddFinalizer(finalizer) => {

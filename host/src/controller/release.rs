@@ -1,5 +1,5 @@
 //! The release stage runner. A decorated parent that stops matching `--parent-selector` (its label
-//! removed): the guest gets a finalize call (`finalizing: true`), then the host deletes every child
+//! removed), or a parent whose Namespace stops matching `--namespace-selector`: the guest gets a finalize call (`finalizing: true`), then the host deletes every child
 //! the parent controls that carries this reconciler's identity, and its finalizer, as Metacontroller's
 //! DecoratorController does. Garbage collection cannot do this: the parent still exists.
 //!
@@ -18,7 +18,7 @@ use super::decide::start::{Released, held, release_calls_guest, released};
 use super::error::{ReconcileError, uid_of};
 
 impl Context {
-    /// Releases `parent`, which the selector no longer takes: finalize, then delete what it controls.
+    /// Releases `parent`, which a selector no longer takes: finalize, then delete what it controls.
     pub async fn release(
         &self,
         parent: &Arc<DynamicObject>,
@@ -46,10 +46,9 @@ impl Context {
                 } => (prunes, remove_finalizer),
             };
         let deleted = self.prune(&prunes).await?;
-        let selector = self.selection.parent_selector.as_ref();
+        let selector = self.passed_over(parent).unwrap_or_else(|| "its selector".into());
         let note = format!(
-            "no longer matches the parent selector `{}`: finalized by the module, {} children deleted",
-            selector.map(ToString::to_string).unwrap_or_default(),
+            "no longer matches {selector}: finalized by the module, {} children deleted",
             deleted.len()
         );
         self.publish(parent, EventType::Normal, "Released", note)

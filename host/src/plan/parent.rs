@@ -89,7 +89,7 @@ pub async fn plan_parent(ctx: &Context, parent: &DynamicObject) -> Option<Parent
         return Some(plan);
     }
     let uid = parent.metadata.uid.clone().unwrap_or_default();
-    let selects = ctx.selection.selects(parent);
+    let selects = ctx.selects(parent);
     // What the controller observes: its own and the legacy children of a parent it selects, only
     // its own of one it releases.
     let observed = match selects {

@@ -121,6 +121,10 @@ pub struct Spec {
     /// Decorate the parent kind: only parents with these labels (kubectl syntax), no status written.
     #[serde(default)]
     pub parent_selector: Option<String>,
+    /// ClusterReconciler only: only the namespaces with these labels (kubectl syntax), for parents and
+    /// children alike.
+    #[serde(default)]
+    pub namespace_selector: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -268,6 +272,9 @@ fn selection(spec: &Spec, own: Option<&str>) -> Result<Selection, SpecError> {
         if spec.child_namespace_selector.is_some() {
             return Err(SpecError::ForeignNamespace("childNamespaceSelector"));
         }
+        if spec.namespace_selector.is_some() {
+            return Err(SpecError::ForeignNamespace("namespaceSelector"));
+        }
     }
     let parse = |text: &Option<String>, field| {
         text.as_deref()
@@ -279,6 +286,7 @@ fn selection(spec: &Spec, own: Option<&str>) -> Result<Selection, SpecError> {
         child_namespaces: spec.child_namespaces.clone(),
         child_namespace_selector: parse(&spec.child_namespace_selector, "childNamespaceSelector")?,
         parent_selector: parse(&spec.parent_selector, "parentSelector")?,
+        namespace_selector: parse(&spec.namespace_selector, "namespaceSelector")?,
     })
 }
 

@@ -198,6 +198,7 @@ fn a_cluster_reconciler_places_children_by_namespace_names_and_labels() {
     spec["childNamespaces"] = json!(["shared"]);
     spec["childNamespaceSelector"] = json!("tenants=enabled");
     spec["parentSelector"] = json!("team");
+    spec["namespaceSelector"] = json!("env!=prod");
     let selection = Definition::read(&object(None, spec.clone()))
         .unwrap()
         .settings
@@ -208,6 +209,10 @@ fn a_cluster_reconciler_places_children_by_namespace_names_and_labels() {
         "tenants=enabled"
     );
     assert!(selection.parent_selector.is_some());
+    assert_eq!(
+        selection.namespace_selector.unwrap().to_string(),
+        "env!=prod"
+    );
 
     spec["parentSelector"] = json!("team in prod");
     let err = Definition::read(&object(None, spec)).unwrap_err();
@@ -223,6 +228,7 @@ fn a_namespaced_reconciler_names_no_child_namespaces() {
     for (field, value) in [
         ("childNamespaces", json!(["other"])),
         ("childNamespaceSelector", json!("team")),
+        ("namespaceSelector", json!("team")),
     ] {
         let mut spec = myapp_spec();
         spec[field] = value;

@@ -1,7 +1,7 @@
 //! Platform mode (`serve`) on the real control plane: reconcilers declared as objects, run by one host
 //! that holds only the shipped platform RBAC and acts as each reconciler's ServiceAccount; added,
-//! changed, swapped, paused and deleted live; a ClusterReconciler across namespaces (isolation:
-//! e2e_platform/platform_isolation.rs).
+//! changed, swapped, paused and deleted live; a ClusterReconciler across namespaces, and bounded by a
+//! namespace selector (isolation: e2e_platform/platform_isolation.rs).
 
 use std::collections::BTreeMap;
 
@@ -243,96 +243,193 @@ async fn a_cluster_reconciler_serves_parents_in_every_namespace() {
     let client = cluster.client().await.unwrap();
     let test = "cluster-wide";
     let _host = platform_host(cluster, test, &[]).await;
-    let platform = cluster.namespace("platform-team").await.unwrap();
     let (first, second) = (
         cluster.namespace("anywhere").await.unwrap(),
         cluster.namespace("everywhere").await.unwrap(),
     );
-    // A MyApp kind of its own group: a reconciler of every namespace would otherwise also reconcile
-    // the other tests' MyApps.
-    const GROUP: &str = "cluster-test.example.com";
-    let mut crd = documents("deploy/crd.yaml").remove(0);
-    crd["metadata"]["name"] = json!(format!("myapps.{GROUP}"));
-    crd["spec"]["group"] = json!(GROUP);
-    kubectl_apply(cluster, &[crd]);
-    let established = cluster
-        .kubectl()
-        .args([
-            "wait",
-            "--for",
-            "condition=established",
-            &format!("crd/myapps.{GROUP}"),
-        ])
-        .output()
-        .unwrap();
-    assert!(established.status.success());
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(GROUP, "v1alpha1", "MyApp"),
-        "myapps",
-    );
-
-    // The example's rules, granted cluster-wide to a ServiceAccount of the platform team.
-    let name = format!("{platform}-myapp");
-    let mut role = documents("examples/myapp/reconciler/rbac.yaml")
-        .into_iter()
-        .find(|d| d["kind"] == "Role")
-        .unwrap();
-    role["kind"] = json!("ClusterRole");
-    role["metadata"] = json!({"name": name});
-    for rule in role["rules"].as_array_mut().unwrap() {
-        if rule["apiGroups"] == json!(["example.com"]) {
-            rule["apiGroups"] = json!([GROUP]);
-        }
-    }
-    kubectl_apply(
-        cluster,
-        &[
-            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "myapp", "namespace": platform}}),
-            role,
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-               "subjects": [{"kind": "ServiceAccount", "name": "myapp", "namespace": platform}]}),
-        ],
-    );
-    put_module(
-        &client,
-        &platform,
-        "myapp-module",
-        "myapp.wasm",
-        &component("guest_myapp"),
-    )
-    .await;
-    let mut reconciler = example_reconciler("myapp", &platform, test);
-    reconciler["kind"] = json!("ClusterReconciler");
-    reconciler["metadata"] = json!({"name": name, "labels": {TEST_LABEL: test}});
-    reconciler["spec"]["module"]["configMap"]["namespace"] = json!(platform);
-    reconciler["spec"]["serviceAccount"] = json!({"namespace": platform, "name": "myapp"});
-    reconciler["spec"]["parent"]["apiVersion"] = json!(format!("{GROUP}/v1alpha1"));
-    reconciler["spec"]
-        .as_object_mut()
-        .unwrap()
-        .remove("serviceAccountName");
-    apply_reconciler(&client, &reconciler).await;
+    let myapp = ClusterMyApp::new(cluster, test, "cluster-test.example.com", &[]).await;
+    apply_reconciler(&client, &myapp.reconciler).await;
 
     for namespace in [&first, &second] {
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
-        let app = json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "MyApp", "metadata": {"name": "app"}, "spec": {}});
-        api.create(
-            &PostParams::default(),
-            &serde_json::from_value(app).unwrap(),
+        myapp.create(&client, namespace).await;
+        myapp.wait_ready(&client, namespace).await;
+    }
+    wait_reconciler(&client, None, &myapp.name, "the ClusterReconciler Running", |s| {
+        ready_is(s, "True", "Running") && s["parents"].as_u64() >= Some(2)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    let client = cluster.client().await.unwrap();
+    let test = "namespace-selector";
+    let _host = platform_host(cluster, test, &[]).await;
+    let (inside, outside) = (
+        cluster.namespace("selected").await.unwrap(),
+        cluster.namespace("unselected").await.unwrap(),
+    );
+    const SELECTED: &str = "example.com/namespace-selector-test";
+    let label = |namespace: &str, value: Option<&str>| {
+        let labelled = match value {
+            Some(value) => format!("{SELECTED}={value}"),
+            None => format!("{SELECTED}-"),
+        };
+        let out = (cluster.kubectl())
+            .args(["label", "--overwrite", "namespace", namespace, &labelled])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    label(&inside, Some("yes"));
+    // The namespace watch is made as the reconciler's ServiceAccount: it needs to list Namespaces.
+    let read_namespaces = json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]});
+    let mut myapp =
+        ClusterMyApp::new(cluster, test, "ns-selector-test.example.com", &[read_namespaces]).await;
+    myapp.reconciler["spec"]["namespaceSelector"] = json!(SELECTED);
+    apply_reconciler(&client, &myapp.reconciler).await;
+    myapp.create(&client, &inside).await;
+    myapp.create(&client, &outside).await;
+
+    // Only the parent in the labelled namespace is taken: the reconciler counts one, and the other
+    // has neither status nor Deployment once the first is Ready.
+    myapp.wait_ready(&client, &inside).await;
+    wait_reconciler(&client, None, &myapp.name, "one parent taken", |s| {
+        ready_is(s, "True", "Running") && s["parents"].as_u64() == Some(1)
+    })
+    .await;
+    let untouched = myapp.api(&client, &outside).get("app").await.unwrap();
+    assert!(untouched.data.get("status").is_none(), "{untouched:?}");
+    assert!(deployments(&client, &outside).get_opt("app").await.unwrap().is_none());
+
+    // Labelled: taken. Unlabelled: released, its Deployment deleted, as a decorator's parent is.
+    label(&outside, Some("too"));
+    myapp.wait_ready(&client, &outside).await;
+    label(&inside, None);
+    wait_for("the released parent's Deployment deleted", || async {
+        let left = deployments(&client, &inside).get_opt("app").await.unwrap();
+        left.is_none().then_some(())
+    })
+    .await;
+    wait_reconciler(&client, None, &myapp.name, "again one parent taken", |s| {
+        s["parents"].as_u64() == Some(1)
+    })
+    .await;
+    assert!(deployments(&client, &outside).get_opt("app").await.unwrap().is_some());
+}
+
+/// A ClusterReconciler of a MyApp kind of its own group (one of every namespace would otherwise also
+/// reconcile the other tests' MyApps), with the example's rules (and `extra_rules`) granted
+/// cluster-wide to a ServiceAccount of a platform team; the reconciler object is left to apply.
+struct ClusterMyApp {
+    name: String,
+    group: &'static str,
+    resource: ApiResource,
+    reconciler: serde_json::Value,
+}
+
+impl ClusterMyApp {
+    async fn new(
+        cluster: &TestCluster,
+        test: &str,
+        group: &'static str,
+        extra_rules: &[serde_json::Value],
+    ) -> ClusterMyApp {
+        let client = cluster.client().await.unwrap();
+        let platform = cluster.namespace("platform-team").await.unwrap();
+        let mut crd = documents("deploy/crd.yaml").remove(0);
+        crd["metadata"]["name"] = json!(format!("myapps.{group}"));
+        crd["spec"]["group"] = json!(group);
+        kubectl_apply(cluster, &[crd]);
+        let established = cluster
+            .kubectl()
+            .args([
+                "wait",
+                "--for",
+                "condition=established",
+                &format!("crd/myapps.{group}"),
+            ])
+            .output()
+            .unwrap();
+        assert!(established.status.success());
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, "v1alpha1", "MyApp"),
+            "myapps",
+        );
+
+        let name = format!("{platform}-myapp");
+        let mut role = documents("examples/myapp/reconciler/rbac.yaml")
+            .into_iter()
+            .find(|d| d["kind"] == "Role")
+            .unwrap();
+        role["kind"] = json!("ClusterRole");
+        role["metadata"] = json!({"name": name});
+        let rules = role["rules"].as_array_mut().unwrap();
+        for rule in rules.iter_mut() {
+            if rule["apiGroups"] == json!(["example.com"]) {
+                rule["apiGroups"] = json!([group]);
+            }
+        }
+        rules.extend(extra_rules.iter().cloned());
+        kubectl_apply(
+            cluster,
+            &[
+                json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "myapp", "namespace": platform}}),
+                role,
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                   "subjects": [{"kind": "ServiceAccount", "name": "myapp", "namespace": platform}]}),
+            ],
+        );
+        put_module(
+            &client,
+            &platform,
+            "myapp-module",
+            "myapp.wasm",
+            &component("guest_myapp"),
         )
-        .await
-        .unwrap();
+        .await;
+        let mut reconciler = example_reconciler("myapp", &platform, test);
+        reconciler["kind"] = json!("ClusterReconciler");
+        reconciler["metadata"] = json!({"name": name, "labels": {TEST_LABEL: test}});
+        reconciler["spec"]["module"]["configMap"]["namespace"] = json!(platform);
+        reconciler["spec"]["serviceAccount"] = json!({"namespace": platform, "name": "myapp"});
+        reconciler["spec"]["parent"]["apiVersion"] = json!(format!("{group}/v1alpha1"));
+        reconciler["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("serviceAccountName");
+        ClusterMyApp {
+            name,
+            group,
+            resource,
+            reconciler,
+        }
+    }
+
+    fn api(&self, client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(client.clone(), namespace, &self.resource)
+    }
+
+    /// Creates the MyApp `app` in `namespace`.
+    async fn create(&self, client: &kube::Client, namespace: &str) {
+        let app = json!({"apiVersion": format!("{}/v1alpha1", self.group), "kind": "MyApp", "metadata": {"name": "app"}, "spec": {}});
+        (self.api(client, namespace))
+            .create(&PostParams::default(), &serde_json::from_value(app).unwrap())
+            .await
+            .unwrap();
+    }
+
+    async fn wait_ready(&self, client: &kube::Client, namespace: &str) {
+        let api = self.api(client, namespace);
         wait_for("the MyApp Ready", || async {
             let app = api.get("app").await.ok()?;
             (app.data["status"]["phase"] == "Ready").then_some(())
         })
         .await;
     }
-    wait_reconciler(&client, None, &name, "the ClusterReconciler Running", |s| {
-        ready_is(s, "True", "Running") && s["parents"].as_u64() >= Some(2)
-    })
-    .await;
 }
 
 /// What a write by the host would change on a child: its generation (spec), its labels and the host's

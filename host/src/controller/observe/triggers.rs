@@ -1,7 +1,7 @@
 //! Which parents a change of something other than a parent or its children concerns: a related
-//! object (the parents whose selection selects it) and a Namespace (the parents with children or
-//! related reads there, and the failing ones, when its match of `--child-namespace-selector`
-//! changes). The driver turns each into reconciles of exactly those parents.
+//! object (the parents whose selection selects it) and a Namespace (the parents in it, with children
+//! or related reads there, and the failing ones, when how it fits the selection changes). The driver
+//! turns each into reconciles of exactly those parents.
 
 use kube::core::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
@@ -33,11 +33,9 @@ impl Context {
         let Some(name) = namespace.metadata.name.as_deref() else {
             return Vec::new();
         };
-        // A terminating namespace counts as no longer matching: its entry goes, and the parents with
-        // children there hear of it.
-        let matches = namespace.metadata.deletion_timestamp.is_none()
-            && self.selection.selects_namespace(namespace);
-        if !self.namespace_matches.changed(name, matches) {
+        // A terminating namespace fits nothing: its entry goes, and the parents with children there
+        // hear of it.
+        if !self.namespace_matches.changed(name, self.selection.fit(namespace)) {
             return Vec::new();
         }
         let mut parents: Vec<_> = self
@@ -46,6 +44,12 @@ impl Context {
             .map(|(key, _)| self.parent_ref(&key))
             .collect();
         parents.extend(self.parents_reading_in(name));
+        // The parents the namespace selector bounds by this namespace: taken or released now.
+        if self.selection.namespace_selector.is_some() {
+            let bounded = (self.parents.state().into_iter())
+                .filter(|parent| self.selection.scope_of(parent) == Some(name));
+            parents.extend(bounded.map(|parent| ObjectRef::from_obj_with(&*parent, self.parent.resource.clone())));
+        }
         for cache in self.children.iter().flat_map(|child| child.caches()) {
             let in_namespace = cache.store.state().into_iter();
             let in_namespace =
