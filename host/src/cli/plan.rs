@@ -90,7 +90,7 @@ impl PlanArgs {
     pub fn options(&self) -> PlanOptions {
         let target = match self.reconciler_key() {
             Some(key) => PlanTarget::Reconciler(key),
-            None => PlanTarget::Settings(self.settings()),
+            None => PlanTarget::Settings(Box::new(self.settings())),
         };
         PlanOptions {
             module: self.module.clone(),

@@ -46,7 +46,9 @@ impl Context {
                 } => (prunes, remove_finalizer),
             };
         let deleted = self.prune(&prunes).await?;
-        let selector = self.passed_over(parent).unwrap_or_else(|| "its selector".into());
+        let selector = self
+            .passed_over(parent)
+            .unwrap_or_else(|| "its selector".into());
         let note = format!(
             "no longer matches {selector}: finalized by the module, {} children deleted",
             deleted.len()

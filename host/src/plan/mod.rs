@@ -42,7 +42,7 @@ pub const EXIT_CHANGES: u8 = 3;
 #[derive(Debug)]
 pub enum PlanTarget {
     /// The settings of a host run with flags (`--parent`, `--child`, ...), as the caller.
-    Settings(Settings),
+    Settings(Box<Settings>),
     /// A `Reconciler` or `ClusterReconciler`, as `serve` runs it: its settings, limits and
     /// ServiceAccount.
     Reconciler(Key),
@@ -76,7 +76,7 @@ async fn plan_async(args: PlanOptions, out: &mut impl Write) -> anyhow::Result<E
     let caller = Client::try_from(config.clone())?;
     // As the caller, or as the reconciler: its settings and limits, and every call as its ServiceAccount.
     let (settings, runtime, client, who) = match args.target {
-        PlanTarget::Settings(settings) => (settings, host, caller, "the caller".to_string()),
+        PlanTarget::Settings(settings) => (*settings, host, caller, "the caller".to_string()),
         PlanTarget::Reconciler(key) => {
             let as_it =
                 reconciler::plan_as(&caller, &config, key, &host, args.adopt_orphans).await?;

@@ -254,9 +254,13 @@ async fn a_cluster_reconciler_serves_parents_in_every_namespace() {
         myapp.create(&client, namespace).await;
         myapp.wait_ready(&client, namespace).await;
     }
-    wait_reconciler(&client, None, &myapp.name, "the ClusterReconciler Running", |s| {
-        ready_is(s, "True", "Running") && s["parents"].as_u64() >= Some(2)
-    })
+    wait_reconciler(
+        &client,
+        None,
+        &myapp.name,
+        "the ClusterReconciler Running",
+        |s| ready_is(s, "True", "Running") && s["parents"].as_u64() >= Some(2),
+    )
     .await;
 }
 
@@ -281,13 +285,23 @@ async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
             .args(["label", "--overwrite", "namespace", namespace, &labelled])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     label(&inside, Some("yes"));
     // The namespace watch is made as the reconciler's ServiceAccount: it needs to list Namespaces.
-    let read_namespaces = json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]});
-    let mut myapp =
-        ClusterMyApp::new(cluster, test, "ns-selector-test.example.com", &[read_namespaces]).await;
+    let read_namespaces =
+        json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]});
+    let mut myapp = ClusterMyApp::new(
+        cluster,
+        test,
+        "ns-selector-test.example.com",
+        &[read_namespaces],
+    )
+    .await;
     myapp.reconciler["spec"]["namespaceSelector"] = json!(SELECTED);
     apply_reconciler(&client, &myapp.reconciler).await;
     myapp.create(&client, &inside).await;
@@ -302,7 +316,13 @@ async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
     .await;
     let untouched = myapp.api(&client, &outside).get("app").await.unwrap();
     assert!(untouched.data.get("status").is_none(), "{untouched:?}");
-    assert!(deployments(&client, &outside).get_opt("app").await.unwrap().is_none());
+    assert!(
+        deployments(&client, &outside)
+            .get_opt("app")
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // Labelled: taken. Unlabelled: released, its Deployment deleted, as a decorator's parent is.
     label(&outside, Some("too"));
@@ -317,7 +337,13 @@ async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
         s["parents"].as_u64() == Some(1)
     })
     .await;
-    assert!(deployments(&client, &outside).get_opt("app").await.unwrap().is_some());
+    assert!(
+        deployments(&client, &outside)
+            .get_opt("app")
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
 
 /// A ClusterReconciler of a MyApp kind of its own group (one of every namespace would otherwise also
@@ -417,7 +443,10 @@ impl ClusterMyApp {
     async fn create(&self, client: &kube::Client, namespace: &str) {
         let app = json!({"apiVersion": format!("{}/v1alpha1", self.group), "kind": "MyApp", "metadata": {"name": "app"}, "spec": {}});
         (self.api(client, namespace))
-            .create(&PostParams::default(), &serde_json::from_value(app).unwrap())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(app).unwrap(),
+            )
             .await
             .unwrap();
     }

@@ -346,7 +346,8 @@ mod tests {
             }
         );
         assert_eq!(fit(serde_json::json!({})), NamespaceFit::default());
-        let mut terminating = (*namespace("n", serde_json::json!({"tenants": "", "team": "a"}))).clone();
+        let mut terminating =
+            (*namespace("n", serde_json::json!({"tenants": "", "team": "a"}))).clone();
         terminating.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
         assert_eq!(selection.fit(&terminating), NamespaceFit::default());
         // Without a namespace selector, no namespace is "in scope": its parents need no trigger.

@@ -35,7 +35,10 @@ impl Context {
         };
         // A terminating namespace fits nothing: its entry goes, and the parents with children there
         // hear of it.
-        if !self.namespace_matches.changed(name, self.selection.fit(namespace)) {
+        if !self
+            .namespace_matches
+            .changed(name, self.selection.fit(namespace))
+        {
             return Vec::new();
         }
         let mut parents: Vec<_> = self
@@ -48,7 +51,10 @@ impl Context {
         if self.selection.namespace_selector.is_some() {
             let bounded = (self.parents.state().into_iter())
                 .filter(|parent| self.selection.scope_of(parent) == Some(name));
-            parents.extend(bounded.map(|parent| ObjectRef::from_obj_with(&*parent, self.parent.resource.clone())));
+            parents
+                .extend(bounded.map(|parent| {
+                    ObjectRef::from_obj_with(&*parent, self.parent.resource.clone())
+                }));
         }
         for cache in self.children.iter().flat_map(|child| child.caches()) {
             let in_namespace = cache.store.state().into_iter();
