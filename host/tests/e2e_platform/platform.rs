@@ -318,7 +318,7 @@ async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
     assert!(untouched.data.get("status").is_none(), "{untouched:?}");
     assert!(
         deployments(&client, &outside)
-            .get_opt("app")
+            .get_opt("app-deploy")
             .await
             .unwrap()
             .is_none()
@@ -327,9 +327,11 @@ async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
     // Labelled: taken. Unlabelled: released, its Deployment deleted, as a decorator's parent is.
     label(&outside, Some("too"));
     myapp.wait_ready(&client, &outside).await;
+    let inside_deployment = deployments(&client, &inside).get_opt("app-deploy").await.unwrap();
+    assert!(inside_deployment.is_some(), "the taken parent has its Deployment");
     label(&inside, None);
     wait_for("the released parent's Deployment deleted", || async {
-        let left = deployments(&client, &inside).get_opt("app").await.unwrap();
+        let left = deployments(&client, &inside).get_opt("app-deploy").await.unwrap();
         left.is_none().then_some(())
     })
     .await;
@@ -339,7 +341,7 @@ async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
     .await;
     assert!(
         deployments(&client, &outside)
-            .get_opt("app")
+            .get_opt("app-deploy")
             .await
             .unwrap()
             .is_some()
