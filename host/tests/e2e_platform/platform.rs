@@ -13,6 +13,7 @@ use testcluster::{TestCluster, failure_guard};
 
 use crate::common::guests::{component, myapp_variant_b};
 use crate::common::http;
+use crate::common::kubectl::kubectl_ok;
 use crate::common::myapp::*;
 use crate::common::platform::*;
 
@@ -281,14 +282,9 @@ async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
             Some(value) => format!("{SELECTED}={value}"),
             None => format!("{SELECTED}-"),
         };
-        let out = (cluster.kubectl())
-            .args(["label", "--overwrite", "namespace", namespace, &labelled])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        kubectl_ok(
+            cluster,
+            &["label", "--overwrite", "namespace", namespace, &labelled],
         );
     };
     label(&inside, Some("yes"));
@@ -327,11 +323,20 @@ async fn a_cluster_reconciler_takes_only_the_namespaces_its_selector_matches() {
     // Labelled: taken. Unlabelled: released, its Deployment deleted, as a decorator's parent is.
     label(&outside, Some("too"));
     myapp.wait_ready(&client, &outside).await;
-    let inside_deployment = deployments(&client, &inside).get_opt("app-deploy").await.unwrap();
-    assert!(inside_deployment.is_some(), "the taken parent has its Deployment");
+    let inside_deployment = deployments(&client, &inside)
+        .get_opt("app-deploy")
+        .await
+        .unwrap();
+    assert!(
+        inside_deployment.is_some(),
+        "the taken parent has its Deployment"
+    );
     label(&inside, None);
     wait_for("the released parent's Deployment deleted", || async {
-        let left = deployments(&client, &inside).get_opt("app-deploy").await.unwrap();
+        let left = deployments(&client, &inside)
+            .get_opt("app-deploy")
+            .await
+            .unwrap();
         left.is_none().then_some(())
     })
     .await;
