@@ -19,6 +19,15 @@ pub use crate::names::{
 };
 use crate::selector::LabelSelector;
 
+/// Whether a managedFields `entry` is one of the host's on the object itself (not on a subresource):
+/// what the caches keep of an object's managedFields, and when the host last changed it.
+pub fn is_host_entry(
+    entry: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+) -> bool {
+    entry.manager.as_deref() == Some(MANAGER)
+        && entry.subresource.as_deref().unwrap_or_default().is_empty()
+}
+
 /// The longest label value Kubernetes accepts.
 const MAX_LABEL_VALUE: usize = 63;
 /// Hex digits of sha256 kept in a shortened label: 40 bits, enough that two reconcilers of one

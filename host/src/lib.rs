@@ -5,8 +5,9 @@
 //!
 //! 1. `names`, `kind`, `text`: the names the host writes, the kinds it handles, text helpers.
 //! 2. `guest`: the runtime that runs the untrusted logic (a WebAssembly component).
-//! 3. `validate`, `placement`, `selector`, `related`: the safety rules for its output, where children
-//!    may live, label selectors, and the related objects it may read.
+//! 3. `validate`, `placement`, `selector`, `related`, `strategy`: the safety rules for its output,
+//!    where children may live, label selectors, the related objects it may read, and how a changed
+//!    child is updated.
 //! 4. `source`: the module and its new versions (file, ConfigMap, OCI registry).
 //! 5. `controller`: one reconcile, observed, decided and executed against a cluster.
 //! 6. `reconciler`: the reconciler assembled (builder), following new modules, driven, led (leader
@@ -39,6 +40,7 @@ pub mod render;
 pub mod rule;
 pub mod selector;
 pub mod source;
+pub mod strategy;
 pub mod telemetry;
 pub mod text;
 pub mod validate;

@@ -11,5 +11,8 @@ pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const RECONCILER_LABEL: &str = "reconcile-host.dev/reconciler";
 /// Annotation with the reconciler's full name, on children whose label is a shortened form of it.
 pub const RECONCILER_ANNOTATION: &str = "reconcile-host.dev/reconciler";
+/// Annotation with the digest of the desired state a child was last written with, on the children of
+/// a kind with an update strategy other than `InPlace`: what tells an outdated child from a current one.
+pub const DESIRED_ANNOTATION: &str = "reconcile-host.dev/desired";
 /// What the default Lease name puts before a `run` name.
 pub const LEASE_PREFIX: &str = "reconcile-host-";

@@ -31,7 +31,7 @@ pub use migrate::MigrateArgs;
 pub use oci::{CredentialsArgs, OciArgs, TransportArgs};
 pub use plan::PlanArgs;
 pub use push::PushArgs;
-pub use reconciler::{NameArgs, PolicyArgs, SelectionArgs};
+pub use reconciler::{NameArgs, PolicyArgs, SelectionArgs, UpdateArgs};
 pub use render::RenderArgs;
 pub use run::RunArgs;
 pub use runtime::RuntimeArgs;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::value::one_of;
-use super::{NameArgs, RuntimeArgs, SelectionArgs};
+use super::{NameArgs, RuntimeArgs, SelectionArgs, UpdateArgs};
 use crate::controller::Settings;
 use crate::kind::Gvk;
 use crate::plan::{PlanOptions, PlanTarget, parse_namespaced};
@@ -20,6 +20,7 @@ use crate::text::OutputFormat;
         .conflicts_with_all([
             "parent",
             "children",
+            "updates",
             "related",
             "namespace",
             "child_namespaces",
@@ -69,6 +70,9 @@ pub struct PlanArgs {
     /// The reconciler's name, as the host runs it: the plan sees the children that carry it.
     #[command(flatten)]
     pub name: NameArgs,
+    /// The child kinds' update strategies, as the host runs them.
+    #[command(flatten)]
+    pub updates: UpdateArgs,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
 }
@@ -110,6 +114,7 @@ impl PlanArgs {
             identity: self.name.identity(&parent, &selection),
             parent,
             children: self.children.clone(),
+            updates: self.updates.updates.clone(),
             related: self.related.clone(),
             namespace: self.namespace.clone(),
             finalizer: None,

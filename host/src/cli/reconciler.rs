@@ -9,6 +9,7 @@ use crate::controller::Selection;
 use crate::identity::{Identity, parse_run_name};
 use crate::kind::Gvk;
 use crate::selector::LabelSelector;
+use crate::strategy::KindStrategy;
 
 /// The name of a `run` reconciler, shared by `run` and `plan` (which must plan as the host acts).
 #[derive(Clone, Debug, Args)]
@@ -52,6 +53,22 @@ impl PolicyArgs {
     pub fn period(&self) -> Option<Duration> {
         self.period.filter(|period| !period.is_zero())
     }
+}
+
+/// How a changed desired state reaches existing children, per kind; shared by `run` and `plan`.
+#[derive(Clone, Debug, Args)]
+pub struct UpdateArgs {
+    /// The update strategy of a child kind, `KIND=METHOD[,TYPE=STATUS[/REASON]]...[,deadline=D]`
+    /// (repeatable; env: `;`-separated), e.g.
+    /// `apps/v1/Deployment=RollingInPlace,Available=True,deadline=10m`. METHOD: OnDelete, Recreate,
+    /// InPlace (the default), RollingRecreate, RollingInPlace; the conditions are the status checks a
+    /// rolling update waits for, the deadline how long (default 10m) before it stops.
+    #[arg(
+        long = "update-strategy",
+        env = "RECONCILE_HOST_UPDATE_STRATEGIES",
+        value_delimiter = ';'
+    )]
+    pub updates: Vec<KindStrategy>,
 }
 
 /// The flags of [`Selection`].

@@ -4,7 +4,7 @@ use clap::Args;
 
 use super::{
     ConversionArgs, CredentialsArgs, HostArgs, NameArgs, OciArgs, PolicyArgs, RuntimeArgs,
-    SelectionArgs,
+    SelectionArgs, UpdateArgs,
 };
 use crate::controller::Settings;
 use crate::identity::{Identity, LEASE_PREFIX};
@@ -75,6 +75,8 @@ pub struct RunArgs {
     )]
     pub shadow_module_configmap: Option<ConfigMapRef>,
     #[command(flatten)]
+    pub updates: UpdateArgs,
+    #[command(flatten)]
     pub selection: SelectionArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
@@ -95,6 +97,7 @@ impl RunArgs {
             identity: self.name.identity(&self.parent, &selection),
             parent: self.parent.clone(),
             children: self.children.clone(),
+            updates: self.updates.updates.clone(),
             related: self.related.clone(),
             namespace: self.namespace.clone(),
             finalizer: self.finalizer.clone(),

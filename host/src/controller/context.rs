@@ -28,6 +28,7 @@ use super::observe::selection::Selection;
 use super::settings::Settings;
 use crate::guest::Module;
 use crate::identity::{Identity, MANAGER};
+use crate::strategy::KindStrategy;
 use crate::telemetry::{Metrics, Recorder};
 use crate::validate::{Child, Placement, Rules};
 
@@ -69,6 +70,8 @@ pub struct Context {
     pub selection: Selection,
     /// What its children carry, and so what its caches hold.
     pub identity: Identity,
+    /// The update strategies of its child kinds (those not listed: `InPlace`).
+    pub updates: Vec<KindStrategy>,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `parents` and the children's caches
@@ -112,6 +115,10 @@ impl Context {
         let cluster_scoped = scope == Scope::Cluster;
         let namespace = settings.namespace.as_deref();
         (settings.selection).check(&settings.parent, cluster_scoped, namespace)?;
+        let unknown = (settings.updates.iter()).find(|u| !settings.children.contains(&u.kind));
+        if let Some(update) = unknown {
+            return Err(DiscoveryError::StrategyOfNoChild(update.kind.clone()));
+        }
         let parent_writer = Writer::new(parent.resource.clone());
         let mut children = Vec::new();
         let mut writers = Vec::new();
@@ -149,6 +156,7 @@ impl Context {
             adopt_orphans: settings.adopt_orphans,
             selection: settings.selection.clone(),
             identity: settings.identity.clone(),
+            updates: settings.updates.clone(),
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),
@@ -281,6 +289,8 @@ impl Context {
             cluster_scoped: self.cluster_scoped,
             decorates: self.selection.decorates(),
             finalizer: self.finalizer.as_deref(),
+            updates: &self.updates,
+            now: k8s_openapi::jiff::Timestamp::now(),
         }
     }
 

@@ -6,12 +6,15 @@ use std::time::Duration;
 use super::observe::selection::Selection;
 use crate::identity::Identity;
 use crate::kind::Gvk;
+use crate::strategy::KindStrategy;
 
 /// What defines one reconciler, whether from `run`'s flags or a `Reconciler` object.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     pub parent: Gvk,
     pub children: Vec<Gvk>,
+    /// How a changed desired state reaches the existing children of a kind (default: `InPlace`).
+    pub updates: Vec<KindStrategy>,
     /// The kinds a module may read as related objects (separate from `children`, read-only).
     pub related: Vec<Gvk>,
     /// Only parents (and so children) in this namespace; `None`: all namespaces.

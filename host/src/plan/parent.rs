@@ -30,6 +30,9 @@ pub struct ParentPlan {
     /// Children the parent controls that the answer leaves out: they would be deleted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deleted: Vec<String>,
+    /// Outdated children their kind's update strategy would delete, to create them anew.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recreated: Vec<String>,
     /// The JSON Patch from the guest's part of the live status to the new one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<json_patch::Patch>,
@@ -69,6 +72,7 @@ impl ParentPlan {
             created: Vec::new(),
             changed: Vec::new(),
             deleted: Vec::new(),
+            recreated: Vec::new(),
             status: None,
             error: None,
         }
@@ -119,6 +123,7 @@ pub async fn plan_parent(ctx: &Context, parent: &DynamicObject) -> Option<Parent
     let changes = !plan.created.is_empty()
         || !plan.changed.is_empty()
         || !plan.deleted.is_empty()
+        || !plan.recreated.is_empty()
         || plan.status.is_some();
     if changes {
         plan.verdict = Verdict::Changed;
@@ -209,9 +214,11 @@ async fn fill(
             }
         }
     }
-    plan.deleted = decided
-        .prunes
-        .iter()
+    let (recreated, deleted): (Vec<_>, Vec<_>) =
+        decided.prunes.iter().partition(|prune| prune.recreate);
+    plan.deleted = deleted.into_iter().map(|prune| prune.id.clone()).collect();
+    plan.recreated = recreated
+        .into_iter()
         .map(|prune| prune.id.clone())
         .collect();
 

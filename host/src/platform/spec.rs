@@ -16,6 +16,7 @@ use crate::guest::RuntimeConfig;
 use crate::identity::Identity;
 use crate::kind::Gvk;
 use crate::selector::LabelSelector;
+use crate::strategy::{KindStrategy, UpdateStrategy};
 
 /// The API group of the platform's own kinds.
 pub const GROUP: &str = "reconcile-host.dev";
@@ -89,7 +90,7 @@ impl std::fmt::Display for Key {
 pub struct Spec {
     pub parent: KindRef,
     #[serde(default)]
-    pub children: Vec<KindRef>,
+    pub children: Vec<ChildRef>,
     /// The kinds the module may read as related objects (read-only; none: it reads nothing).
     #[serde(default)]
     pub related: Vec<KindRef>,
@@ -125,6 +126,16 @@ pub struct Spec {
     /// children alike.
     #[serde(default)]
     pub namespace_selector: Option<String>,
+}
+
+/// A child kind, with its update strategy (none: `InPlace`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildRef {
+    #[serde(flatten)]
+    pub kind: KindRef,
+    #[serde(default)]
+    pub update_strategy: Option<UpdateStrategy>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -169,11 +180,20 @@ impl Definition {
         let children = spec
             .children
             .iter()
-            .map(|child| gvk(child, "children"))
+            .map(|child| gvk(&child.kind, "children"))
             .collect::<Result<Vec<_>, _>>()?;
         if children.is_empty() {
             return Err(SpecError::NoChildren);
         }
+        let updates = (spec.children.iter().zip(&children))
+            .filter_map(|(child, kind)| {
+                let strategy = child.update_strategy.clone()?;
+                Some(KindStrategy {
+                    kind: kind.clone(),
+                    strategy,
+                })
+            })
+            .collect();
         let related = spec
             .related
             .iter()
@@ -218,6 +238,7 @@ impl Definition {
             settings: Settings {
                 parent,
                 children,
+                updates,
                 related,
                 namespace,
                 finalizer: spec.finalizer.clone(),

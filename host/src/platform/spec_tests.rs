@@ -367,3 +367,31 @@ fn a_bad_reference_is_refused_with_the_parse_error() {
         assert!(error.to_string().contains(expected), "{error}");
     }
 }
+
+#[test]
+fn a_child_kind_may_name_its_update_strategy() {
+    let mut spec = myapp_spec();
+    spec["children"] = json!([
+        {"apiVersion": "apps/v1", "kind": "Deployment", "updateStrategy": {"method": "RollingInPlace",
+            "statusChecks": {"conditions": [{"type": "Available", "status": "True"}]}}},
+        {"apiVersion": "v1", "kind": "ConfigMap"},
+    ]);
+    let settings = Definition::read(&object(Some("team-a"), spec.clone()))
+        .unwrap()
+        .settings;
+    assert_eq!(settings.children.len(), 2);
+    assert_eq!(
+        settings.updates.len(),
+        1,
+        "a kind without a strategy is InPlace"
+    );
+    assert_eq!(settings.updates[0].kind.to_string(), "apps/v1/Deployment");
+    assert_eq!(settings.updates[0].strategy.checks_text(), "Available=True");
+
+    spec["children"][0]["updateStrategy"]["method"] = json!("InPlace");
+    let err = Definition::read(&object(Some("team-a"), spec)).unwrap_err();
+    assert!(
+        matches!(&err, SpecError::Malformed(why) if why.contains("statusChecks")),
+        "{err}"
+    );
+}

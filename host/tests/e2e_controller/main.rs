@@ -15,3 +15,4 @@ mod related;
 mod restart;
 mod shadow;
 mod swap_writes;
+mod update_strategy;

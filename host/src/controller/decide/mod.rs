@@ -1,7 +1,8 @@
 //! Decide: what a reconcile does, as pure functions of what it observed, the guest's answer and the
 //! host's rules, with no API server. Before the guest (`start`): release, add the finalizer, wait for
 //! garbage collection, or call the guest. After its answer (`plan`): the [`plan::Plan`] of writes (each
-//! child with its claim: `ownership`; its body: `write`), deletions, status (`status`), finalizer
+//! child with its claim: `ownership`; its body: `write`; held back or recreated by its kind's update
+//! strategy: `update`), deletions, status (`status`), finalizer
 //! removal and requeue, or the refusal. Also the checked related selection (`related`) and the shadow
 //! verdict (`shadow`). The controller (`execute::live`) and `plan` (dry run) carry out the same plan.
 //!
@@ -33,4 +34,5 @@ pub mod start;
 pub mod status;
 #[cfg(test)]
 mod tests;
+pub mod update;
 pub mod write;

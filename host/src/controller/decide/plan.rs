@@ -1,22 +1,27 @@
 //! The decision after the guest's answer, like the kubelet's `computePodActions`: from the parent, its
 //! observed children, the cached objects the answer names, the answer and the host's rules, a [`Plan`]
-//! of every write (creations first, each child with its claim), every deletion, the desired status,
-//! the finalizer's removal and the requeue; or the refusal of the whole answer, with its reason.
+//! of every write (creations first, each child with its claim, held back or turned into a deletion by
+//! its kind's update strategy: `update`), every deletion, the desired status, the finalizer's removal
+//! and the requeue; or the refusal of the whole answer, with its reason.
 //! Nothing here reads or writes the API server: the executors (`execute::live`, and `plan`'s dry run)
 //! carry a plan out.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::jiff::Timestamp;
 use kube::core::DynamicObject;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::super::error::ReconcileError;
 use super::super::observe::children::{Observed, left_out};
 use super::ownership::{Claim, child_id, claim, observed_id};
+use super::update::{self, Candidate, Progress, Step, desired_digest};
 use super::write::{apply_body, owner_reference};
 use crate::guest::Answer;
 use crate::identity::Identity;
+use crate::names::DESIRED_ANNOTATION;
+use crate::strategy::{KindStrategy, Method};
 use crate::validate::{Child, Placement, Rules, validate_in};
 
 /// The host's rules for one parent: where its children may go, what a child may be, whose children
@@ -34,6 +39,10 @@ pub struct HostRules<'a> {
     pub decorates: bool,
     /// The host's finalizer, if any.
     pub finalizer: Option<&'a str>,
+    /// The update strategy of each child kind that has one other than `InPlace`.
+    pub updates: &'a [KindStrategy],
+    /// The time of the decision, which a rolling update's deadline is measured against.
+    pub now: Timestamp,
 }
 
 /// What carrying out an answer takes.
@@ -44,8 +53,11 @@ pub struct Plan<'a> {
     /// One write per child, creations first: one refused on a name taken meanwhile then leaves the
     /// children the parent had as they were.
     pub writes: Vec<Write>,
-    /// The children the parent controls that the answer leaves out.
+    /// The children the parent controls that the answer leaves out, and the outdated ones an update
+    /// strategy recreates.
     pub prunes: Vec<Prune<'a>>,
+    /// Where the rolling update of each kind that has one stands, by kind.
+    pub progress: Vec<(String, Progress)>,
     /// The status to write (`None`: a decorated parent, whose status is not the host's).
     pub status: Option<DesiredStatus>,
     /// The host's finalizer, to remove once the guest answered `finalized` while finalizing.
@@ -74,6 +86,8 @@ pub struct Write {
 pub struct Prune<'a> {
     pub id: String,
     pub observed: Observed<'a>,
+    /// Deleted to be created anew (its kind's update strategy), not because the answer left it out.
+    pub recreate: bool,
 }
 
 impl PartialEq for Prune<'_> {
@@ -89,6 +103,7 @@ impl<'a> Prune<'a> {
         Prune {
             id: observed_id(observed, cluster_scoped),
             observed: observed.clone(),
+            recreate: false,
         }
     }
 }
@@ -132,30 +147,114 @@ pub fn plan<'a>(
             (None, Some(object)) => claim(parent_uid, &id, &object, rules.adopt_orphans)?,
             (None, None) => Claim::Create,
         };
+        let mut body = apply_body(&owner, child, rules.identity);
+        if strategy_of(rules.updates, child).is_some() {
+            let digest = desired_digest(&body);
+            let metadata = &mut body["metadata"];
+            if !metadata["annotations"].is_object() {
+                metadata["annotations"] = json!({});
+            }
+            metadata["annotations"][DESIRED_ANNOTATION] = json!(digest);
+        }
         writes.push(Write {
             child: index,
             id,
-            body: apply_body(&owner, child, rules.identity),
+            body,
             claim,
             observed: observed.map(|o| o.object.clone()),
         });
     }
-    writes.sort_by_key(|write| write.claim != Claim::Create);
-    let prunes = left_out(observed, &children)
+    let mut prunes: Vec<Prune<'a>> = left_out(observed, &children)
         .map(|o| Prune::of(o, rules.cluster_scoped))
         .collect();
+    let progress = update_strategies(&children, &mut writes, &mut prunes, observed, rules);
+    writes.sort_by_key(|write| write.claim != Claim::Create);
     let status = (!rules.decorates).then(|| DesiredStatus {
         guest_status: answer.status.clone(),
     });
     let remove_finalizer = (rules.finalizer)
         .filter(|_| finalizing && answer.finalized)
         .map(str::to_string);
+    // A rolling update waiting on a child comes back at its deadline, to stop there if it must.
+    let deadline = (progress.iter())
+        .filter_map(|(_, progress)| match progress {
+            Progress::Rolling { deadline_in, .. } => Some(*deadline_in),
+            _ => None,
+        })
+        .min();
+    let requeue = [answer.requeue_after, deadline].into_iter().flatten().min();
     Ok(Plan {
         children,
         writes,
         prunes,
+        progress,
         status,
         remove_finalizer,
-        requeue: answer.requeue_after,
+        requeue,
     })
+}
+
+/// The strategy of `child`'s kind, if it is not `InPlace` (which every child has by default).
+fn strategy_of<'r>(updates: &'r [KindStrategy], child: &Child) -> Option<&'r KindStrategy> {
+    (updates.iter()).find(|k| k.kind == child.kind && k.strategy.method != Method::InPlace)
+}
+
+/// Applies each kind's update strategy to the planned writes: a write held back is dropped, one
+/// turned into a recreation becomes a deletion. Returns the progress of the rolling kinds.
+fn update_strategies<'a>(
+    children: &[Child],
+    writes: &mut Vec<Write>,
+    prunes: &mut Vec<Prune<'a>>,
+    observed: &[Observed<'a>],
+    rules: &HostRules<'_>,
+) -> Vec<(String, Progress)> {
+    let mut progress = Vec::new();
+    let mut keep = vec![true; writes.len()];
+    for kind in rules
+        .updates
+        .iter()
+        .filter(|k| k.strategy.method != Method::InPlace)
+    {
+        // In name order: a rolling update goes through the children in an order that does not
+        // depend on the answer's.
+        let mut of_kind: Vec<usize> = (0..writes.len())
+            .filter(|&i| children[writes[i].child].kind == kind.kind)
+            .collect();
+        of_kind.sort_by(|&a, &b| writes[a].id.cmp(&writes[b].id));
+        let candidates: Vec<Candidate<'_>> = (of_kind.iter())
+            .map(|&i| Candidate {
+                id: &writes[i].id,
+                digest: writes[i].body["metadata"]["annotations"][DESIRED_ANNOTATION]
+                    .as_str()
+                    .unwrap_or_default(),
+                observed: writes[i].observed.as_deref(),
+            })
+            .collect();
+        let decision = update::decide(&kind.strategy, &candidates, rules.now);
+        for (&i, step) in of_kind.iter().zip(decision.steps) {
+            match step {
+                Step::Write => {}
+                Step::Keep => keep[i] = false,
+                Step::Recreate => {
+                    keep[i] = false;
+                    let child = &children[writes[i].child];
+                    if let Some(o) = observed.iter().find(|o| o.is(child)) {
+                        prunes.push(Prune {
+                            recreate: true,
+                            ..Prune::of(o, rules.cluster_scoped)
+                        });
+                    }
+                }
+            }
+        }
+        if let Some(kind_progress) = decision.progress {
+            progress.push((kind.kind.to_string(), kind_progress));
+        }
+    }
+    let mut index = 0;
+    writes.retain(|_| {
+        index += 1;
+        keep[index - 1]
+    });
+    progress
 }

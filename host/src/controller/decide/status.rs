@@ -1,5 +1,5 @@
-//! The parent's desired status: the guest's part, plus the host's `observedGeneration`, `moduleDigest`
-//! and `Ready` condition. The executor writes it through the status subresource only when it changed
+//! The parent's desired status: the guest's part, plus the host's `observedGeneration`, `moduleDigest`,
+//! `Ready` condition and, where a child kind rolls its updates, `ChildrenUpdated` condition. The executor writes it through the status subresource only when it changed
 //! (`execute::status`).
 //!
 //! `moduleDigest` names the module whose answer brought the parent to its state. An answer that changes
@@ -13,6 +13,18 @@ use serde_json::{Map, Value, json};
 
 /// The condition type the host owns.
 pub const READY: &str = "Ready";
+/// The condition the host writes on parents with a rolling update strategy (see `decide::update`).
+pub const CHILDREN_UPDATED: &str = "ChildrenUpdated";
+/// Every condition type the host writes: the rest of `.status.conditions` is the guest's.
+const HOST_CONDITIONS: [&str; 2] = [READY, CHILDREN_UPDATED];
+
+/// A condition the host sets: its status, reason and message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostCondition {
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
 /// The `.status` keys the host writes beside the guest's part (and the `Ready` condition).
 pub const HOST_STATUS_KEYS: [&str; 2] = ["observedGeneration", "moduleDigest"];
 
@@ -27,6 +39,8 @@ pub enum Outcome<'a> {
         children: usize,
         /// Whether applying the answer wrote any child (created, changed or deleted one).
         children_written: bool,
+        /// The `ChildrenUpdated` condition (`None`: the parent has no rolling child kind).
+        children_updated: Option<HostCondition>,
     },
     Failed {
         reason: &'static str,
@@ -50,12 +64,13 @@ pub fn desired_status(
     generation: Option<i64>,
     outcome: Outcome<'_>,
 ) -> Map<String, Value> {
-    let (mut status, ready, reason, message) = match outcome {
+    let (mut status, ready, children_updated) = match outcome {
         Outcome::Reconciled {
             guest_status,
             module_digest,
             children,
             children_written,
+            children_updated,
         } => {
             let mut status = guest_status.cloned().unwrap_or_else(|| current.clone());
             let same_answer = !children_written && guest_part(&status) == guest_part(current);
@@ -72,45 +87,81 @@ pub fn desired_status(
                 .unwrap_or(&digest);
             let message = format!("{children} children applied by module {short}");
             status.insert("moduleDigest".into(), json!(digest));
-            (status, "True", "Reconciled", message)
+            let ready = HostCondition {
+                status: "True",
+                reason: "Reconciled",
+                message,
+            };
+            (status, ready, Some(children_updated))
         }
-        Outcome::Failed { reason, message } => (current.clone(), "False", reason, message),
+        Outcome::Failed { reason, message } => {
+            let ready = HostCondition {
+                status: "False",
+                reason,
+                message,
+            };
+            // A failed reconcile knows nothing new of the children: their condition stays.
+            (current.clone(), ready, None)
+        }
     };
     let mut conditions: Vec<Value> = status
         .get("conditions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let previous = current
-        .get("conditions")
-        .and_then(Value::as_array)
-        .and_then(|c| c.iter().find(|c| c["type"] == READY));
-    let transition = match previous {
-        Some(p) if p["status"] == ready => p["lastTransitionTime"].clone(),
-        _ => serde_json::to_value(Time(k8s_openapi::jiff::Timestamp::now())).unwrap_or(Value::Null),
-    };
-    let condition = json!({
-        "type": READY,
-        "status": ready,
-        "reason": reason,
-        "message": message,
-        "observedGeneration": generation,
-        "lastTransitionTime": transition,
-    });
-    conditions.retain(|c| c["type"] != READY);
-    conditions.push(condition);
+    set_condition(&mut conditions, current, generation, READY, Some(ready));
+    if let Some(children_updated) = children_updated {
+        set_condition(
+            &mut conditions,
+            current,
+            generation,
+            CHILDREN_UPDATED,
+            children_updated,
+        );
+    }
     status.insert("conditions".into(), Value::Array(conditions));
     status
 }
 
-/// The guest's part of a status: all but the host's keys and its `Ready` condition.
+/// Puts the host's condition `type_` in `conditions` (`None`: takes it out), keeping its last
+/// transition time from `current` while its status stays.
+fn set_condition(
+    conditions: &mut Vec<Value>,
+    current: &Map<String, Value>,
+    generation: Option<i64>,
+    type_: &str,
+    condition: Option<HostCondition>,
+) {
+    conditions.retain(|c| c["type"] != type_);
+    let Some(condition) = condition else {
+        return;
+    };
+    let previous = current
+        .get("conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == type_));
+    let transition = match previous {
+        Some(p) if p["status"] == condition.status => p["lastTransitionTime"].clone(),
+        _ => serde_json::to_value(Time(k8s_openapi::jiff::Timestamp::now())).unwrap_or(Value::Null),
+    };
+    conditions.push(json!({
+        "type": type_,
+        "status": condition.status,
+        "reason": condition.reason,
+        "message": condition.message,
+        "observedGeneration": generation,
+        "lastTransitionTime": transition,
+    }));
+}
+
+/// The guest's part of a status: all but the host's keys and conditions.
 pub fn guest_part(status: &Map<String, Value>) -> Map<String, Value> {
     let mut part = status.clone();
     for key in HOST_STATUS_KEYS {
         part.remove(key);
     }
     if let Some(Value::Array(conditions)) = part.get_mut("conditions") {
-        conditions.retain(|c| c["type"] != READY);
+        conditions.retain(|c| !HOST_CONDITIONS.iter().any(|host| c["type"] == *host));
         if conditions.is_empty() {
             part.remove("conditions");
         }
@@ -136,6 +187,7 @@ mod tests {
             module_digest,
             children: 1,
             children_written,
+            children_updated: None,
         }
     }
 

@@ -22,6 +22,8 @@ fn host<'a>(rules: &'a crate::validate::Rules, identity: &'a Identity) -> HostRu
         cluster_scoped: false,
         decorates: false,
         finalizer: None,
+        updates: &[],
+        now: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
     }
 }
 

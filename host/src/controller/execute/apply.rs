@@ -23,6 +23,8 @@ pub enum Change {
     Created(String),
     Updated(String),
     Deleted(String),
+    /// Deleted to be created anew by its kind's update strategy (`Recreate`, `RollingRecreate`).
+    Recreating(String),
     /// An object nothing controlled, taken over with `--adopt-orphans`.
     Adopted(String),
 }
@@ -34,6 +36,7 @@ impl Change {
             Change::Created(_) => "Created",
             Change::Updated(_) => "Updated",
             Change::Deleted(_) => "Deleted",
+            Change::Recreating(_) => "Recreating",
             Change::Adopted(_) => "Adopted",
         }
     }
@@ -45,6 +48,12 @@ impl fmt::Display for Change {
             Change::Created(child) => write!(f, "created {child}"),
             Change::Updated(child) => write!(f, "updated {child}"),
             Change::Deleted(child) => write!(f, "deleted {child}"),
+            Change::Recreating(child) => {
+                write!(
+                    f,
+                    "deleted {child}, outdated, to create it anew (update strategy)"
+                )
+            }
             Change::Adopted(child) => {
                 write!(
                     f,
@@ -89,6 +98,7 @@ impl Context {
         for Prune {
             id,
             observed: stale,
+            recreate,
         } in prunes
         {
             let namespace = stale
@@ -114,6 +124,7 @@ impl Context {
                 .delete(stale.name(), &params)
                 .await
             {
+                Ok(_) if *recreate => changes.push(Change::Recreating(id.clone())),
                 Ok(_) => changes.push(Change::Deleted(id.clone())),
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
                 Err(source) => {

@@ -13,6 +13,7 @@ use super::super::context::Context;
 use super::super::decide::ownership::Claim;
 use super::super::decide::plan::Plan;
 use super::super::decide::status::Outcome;
+use super::super::decide::update::{STOPPED, children_updated};
 use super::super::error::{ReconcileError, uid_of};
 use super::applied::AppliedChildren;
 use super::apply::{Change, changed};
@@ -41,10 +42,18 @@ impl Context {
         changes.extend(self.prune(&plan.prunes).await?);
         let children_written = applied.wrote || !changes.is_empty();
         // The Events and the status are independent writes: one round trip, not two, per reconcile.
+        let children_updated = children_updated(&plan.progress);
         let events = async {
             for change in &changes {
                 let note = change.to_string();
                 self.publish(parent, EventType::Normal, change.reason(), note)
+                    .await;
+            }
+            // A stopped update is told on every reconcile that finds it stopped (the recorder folds
+            // repeats into one Event series), so a decorated parent, which has no status, hears too.
+            if let Some(stopped) = (children_updated.as_ref()).filter(|c| c.reason == STOPPED) {
+                let note = stopped.message.clone();
+                self.publish(parent, EventType::Warning, stopped.reason, note)
                     .await;
             }
         };
@@ -57,6 +66,7 @@ impl Context {
                 module_digest,
                 children: plan.children.len(),
                 children_written,
+                children_updated: children_updated.clone(),
             };
             self.write_status(parent, reconciled).await
         };

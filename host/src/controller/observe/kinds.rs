@@ -113,6 +113,8 @@ pub enum DiscoveryError {
     ClusterScoped(Gvk),
     #[error(transparent)]
     Selection(#[from] SelectionError),
+    #[error("an update strategy names {0}, which is not a child kind (--child)")]
+    StrategyOfNoChild(Gvk),
 }
 /// A child or related kind as the API server serves it: only namespaced kinds are either.
 pub async fn resolve_namespaced(

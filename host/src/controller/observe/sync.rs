@@ -22,7 +22,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use super::super::context::Context;
 use super::kinds::ResolvedKind;
 use super::owner_index::OwnerIndex;
-use crate::identity::MANAGER;
+use crate::identity::is_host_entry;
 
 /// Whether a cache has finished its first list; any number of tasks may wait for it.
 ///
@@ -91,27 +91,27 @@ pub fn watch_cache(
 }
 
 /// An object as the caches hold it: typed, and without its managedFields, which are most of a small
-/// object's size; only the host's own `Update` entry stays, without its fields, as the mark of a
-/// child whose fields still wait to move to the host's apply manager (`create::take_fields`).
+/// object's size; only the host's own entries of the object itself stay, without their fields: its
+/// `Update` entry as the mark of a child whose fields still wait to move to the host's apply manager
+/// (`create::take_fields`), and the time of each, when the host last changed the object (what a
+/// rolling update's deadline counts from, `decide::update`).
 pub fn as_cached(object: &mut DynamicObject, types: &TypeMeta) {
     object.types = Some(types.clone());
     let entries = object.metadata.managed_fields.take().unwrap_or_default();
-    let pending: Vec<_> = (entries.into_iter())
-        .filter(is_pending)
+    let ours: Vec<_> = (entries.into_iter())
+        .filter(is_host_entry)
         .map(|entry| ManagedFieldsEntry {
             fields_v1: None,
             ..entry
         })
         .collect();
-    object.metadata.managed_fields = (!pending.is_empty()).then_some(pending);
+    object.metadata.managed_fields = (!ours.is_empty()).then_some(ours);
 }
 
 /// Whether `entry` is the host's `Update` entry of the object itself (not of a subresource): what a
 /// POST of the host wrote, not yet moved to the host's `Apply` entry.
 pub fn is_pending(entry: &ManagedFieldsEntry) -> bool {
-    entry.manager.as_deref() == Some(MANAGER)
-        && entry.operation.as_deref() == Some("Update")
-        && entry.subresource.as_deref().unwrap_or_default().is_empty()
+    is_host_entry(entry) && entry.operation.as_deref() == Some("Update")
 }
 
 /// Whether an object (as cached: entries without their fields) still has the host's `Update` entry.
