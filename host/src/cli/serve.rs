@@ -29,6 +29,11 @@ pub struct ServeArgs {
     /// reconciler's `spec.limits.memoryMiB` may ask for.
     #[command(flatten)]
     pub runtime: RuntimeArgs,
+    /// Serve the conversion webhooks of ClusterReconcilers with `spec.conversion` on this address
+    /// (HTTPS, `POST /convert/<ClusterReconciler name>`, each under its own certificate chosen by the
+    /// name its CRD's clientConfig calls).
+    #[arg(long, env = "RECONCILE_HOST_CONVERSION_WEBHOOK_ADDR")]
+    pub conversion_webhook_addr: Option<std::net::SocketAddr>,
 }
 
 impl ServeArgs {
@@ -42,6 +47,7 @@ impl ServeArgs {
             adopt_orphans: self.policy.adopt_orphans,
             oci: self.oci.settings(),
             runtime: self.runtime.config(),
+            conversion_addr: self.conversion_webhook_addr,
         }
     }
 }

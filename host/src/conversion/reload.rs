@@ -2,6 +2,8 @@
 //! of a 90-day life), and a self-made certificate is remade 30 days before it expires, by whichever
 //! replica sees it first. Every replica reloads its source each `REFRESH`; when the bundle changed, it
 //! serves the new certificate from the next handshake on and sends the new CA to `ca_bundle::keep`.
+//! Where the certificate is served is a `Serving`: `run`'s one TLS configuration, or one route of
+//! `serve`'s shared port (`routes`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,13 +54,27 @@ impl CertSource {
     }
 }
 
-/// Reloads `source` every `period` until the process ends; a changed bundle goes into `tls` and its
-/// CA into `ca`. A bundle that fails to load or to make a TLS configuration is logged and skipped: the
-/// webhook keeps serving the last good one.
+/// Where a certificate is served from: each new bundle is handed to it.
+pub trait Serving: Send + Sync + 'static {
+    /// Serves `bundle` from the next handshake on; fails (and the old one stays) if it cannot be.
+    fn serve(&self, bundle: &Bundle) -> Result<(), TlsError>;
+}
+
+/// `run`'s webhook: one certificate for the whole port.
+impl Serving for RustlsConfig {
+    fn serve(&self, bundle: &Bundle) -> Result<(), TlsError> {
+        self.reload_from_config(Arc::new(bundle.server_config()?));
+        Ok(())
+    }
+}
+
+/// Reloads `source` every `period` until the process ends; a changed bundle goes to `serving` and its
+/// CA into `ca`. A bundle that fails to load or to be served is logged and skipped: the webhook keeps
+/// serving the last good one.
 pub async fn follow(
     source: CertSource,
     mut current: Bundle,
-    tls: RustlsConfig,
+    serving: impl Serving,
     ca: watch::Sender<String>,
     period: Duration,
 ) {
@@ -75,12 +91,9 @@ pub async fn follow(
                 continue;
             }
         };
-        match bundle.server_config() {
-            Ok(config) => tls.reload_from_config(Arc::new(config)),
-            Err(e) => {
-                tracing::warn!(%source, error = %e, "the new webhook certificate cannot be served");
-                continue;
-            }
+        if let Err(e) = serving.serve(&bundle) {
+            tracing::warn!(%source, error = %e, "the new webhook certificate cannot be served");
+            continue;
         }
         tracing::info!(%source, "serving a new webhook certificate");
         if bundle.ca_pem != current.ca_pem {

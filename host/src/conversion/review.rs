@@ -70,6 +70,8 @@ pub const BAD_REQUEST: &str = "BadRequest";
 pub const CONVERTER_FAILED: &str = "ConverterFailed";
 /// The converter answered something that is not the object in the desired version.
 pub const CONVERSION_INVALID: &str = "ConversionInvalid";
+/// The review asks for, or sends, objects of another group than the webhook's CRD.
+pub const FOREIGN_GROUP: &str = "ConversionForeignGroup";
 /// The converter changed labels, annotations outside the group, ownerReferences or finalizers.
 pub const METADATA_CHANGED: &str = "ConversionMetadataChanged";
 
@@ -127,6 +129,12 @@ pub fn answer(
             );
         }
     };
+    if let Some(foreign) = foreign_group(&request.desired_api_version, &request.objects, group) {
+        let message = format!("this webhook converts objects of {group} only, not {foreign}");
+        let status = Status::failure(&message, FOREIGN_GROUP);
+        let response = ConversionResponse::for_request(request).failure(status);
+        return (response.into_review(), FOREIGN_GROUP);
+    }
     let converted = convert_all(
         &request.objects,
         &request.desired_api_version,
@@ -141,6 +149,20 @@ pub fn answer(
             (response.failure(status).into_review(), e.reason())
         }
     }
+}
+
+/// The first apiVersion, of `to` and the objects', that is not of `group`: a review this webhook is
+/// not the CRD's for (a CRD whose path names another reconciler's route in `serve`).
+fn foreign_group<'a>(to: &'a str, objects: &'a [Value], group: &str) -> Option<&'a str> {
+    let versions = objects.iter().map(|object| {
+        object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    });
+    std::iter::once(to)
+        .chain(versions)
+        .find(|api_version| api_version.split_once('/').map(|(g, _)| g) != Some(group))
 }
 
 /// Every object (of a CRD of `group`) converted to `to`, or the first failure.

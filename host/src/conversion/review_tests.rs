@@ -406,3 +406,28 @@ fn the_myapp_modules_conversions_pass_the_check() {
     }
     assert!(checked >= 4, "{checked} conversion fixtures");
 }
+
+#[test]
+fn a_review_of_another_group_is_refused_without_calling_the_converter() {
+    static CALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let called = &CALLED;
+    let watched = |object: &Value, to: &str| {
+        called.store(true, std::sync::atomic::Ordering::Relaxed);
+        rename(object, to)
+    };
+    let mut foreign = widget("a", 1);
+    foreign["apiVersion"] = json!("other.example.com/v1");
+    let sent = answered(vec![widget("b", 2), foreign], &watched);
+    assert_eq!(
+        failure_message(&sent),
+        "this webhook converts objects of example.com only, not other.example.com/v1"
+    );
+    assert_eq!(sent["response"]["result"]["reason"], FOREIGN_GROUP);
+
+    let mut asked = review(vec![widget("a", 1)]);
+    asked.request.as_mut().unwrap().desired_api_version = "example.org/v2".into();
+    let (refused, outcome) = answer(asked, GROUP, &watched);
+    assert_eq!(outcome, FOREIGN_GROUP);
+    assert!(refused.response.unwrap().result.is_failure());
+    assert!(!called.load(std::sync::atomic::Ordering::Relaxed));
+}

@@ -73,12 +73,21 @@ impl Handler {
 /// Binds `addr` (port 0 picks a free one) and serves `POST /convert` over TLS with `tls` (reloadable)
 /// until the process ends; returns the bound address.
 pub fn serve(addr: SocketAddr, tls: RustlsConfig, handler: Handler) -> anyhow::Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind(addr)?;
-    let bound = listener.local_addr()?;
     let app = Router::new()
         .route("/convert", post(convert))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(handler);
+    serve_app(addr, tls, app)
+}
+
+/// Serves `app` over TLS on `addr` until the process ends; returns the bound address.
+pub(super) fn serve_app(
+    addr: SocketAddr,
+    tls: RustlsConfig,
+    app: Router,
+) -> anyhow::Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    let bound = listener.local_addr()?;
+    let app = app.layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     let server = axum_server::tls_rustls::from_tcp_rustls(listener, tls)?;
     tokio::spawn(async move {
         if let Err(e) = server.serve(app.into_make_service()).await {
@@ -89,6 +98,11 @@ pub fn serve(addr: SocketAddr, tls: RustlsConfig, handler: Handler) -> anyhow::R
 }
 
 async fn convert(State(handler): State<Handler>, body: Bytes) -> Response {
+    review(&handler, body).await
+}
+
+/// Answers one ConversionReview with `handler`.
+pub(super) async fn review(handler: &Handler, body: Bytes) -> Response {
     let observer = &handler.observer;
     let review: ConversionReview = match serde_json::from_slice(&body) {
         Ok(review) => review,
@@ -116,7 +130,7 @@ async fn convert(State(handler): State<Handler>, body: Bytes) -> Response {
     let started = Instant::now();
     let slot = tokio::time::timeout(handler.wait, handler.slots.clone().acquire_owned()).await;
     let Ok(Ok(slot)) = slot else {
-        return busy(&handler, &uid, &to, count);
+        return busy(handler, &uid, &to, count);
     };
     let (converter, group) = (handler.converter.clone(), handler.group.clone());
     let answer = tokio::task::spawn_blocking(move || {

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::*;
-use crate::conversion::reload::{CertSource, follow};
+use crate::conversion::reload::{CertSource, Serving, follow};
+use crate::conversion::routes::{RouteError, RouteGuard, Routes};
 use crate::conversion::tls::{Bundle, VALIDITY, certificates, provider};
 
 /// A webhook on a free loopback port whose converter sets `spec.converted`; its address and CA.
@@ -327,4 +328,68 @@ async fn a_failed_review_is_observed_with_its_reason_and_message() {
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].0, "ConversionMetadataChanged");
     assert_eq!(seen[0].1.as_deref(), Some(message));
+}
+
+/// A route of `routes` for `name`, converting for CRDs of `group`, under a certificate of its own.
+fn route(routes: &Arc<Routes>, route: &str, name: &str, group: &str) -> (RouteGuard, String) {
+    let bundle = Bundle::generate(&[name.to_string()], VALIDITY).unwrap();
+    let converter: Converter = Arc::new(|object: &Value, to: &str| {
+        let mut object = object.clone();
+        object["apiVersion"] = json!(to);
+        Ok(object)
+    });
+    let handler = Handler::new(converter, Arc::new(|_: &Outcome| {}), group, 2);
+    let guard = routes.add(route, vec![name.into()], handler).unwrap();
+    guard.serving().serve(&bundle).unwrap();
+    (guard, bundle.ca_pem)
+}
+
+#[tokio::test]
+async fn each_route_is_served_under_its_own_certificate_chosen_by_name() {
+    let routes = Arc::new(Routes::default());
+    let addr =
+        crate::conversion::routes::serve("127.0.0.1:0".parse().unwrap(), routes.clone()).unwrap();
+    let (a, a_ca) = route(&routes, "a", "a.example", "example.com");
+    let (_b, b_ca) = route(&routes, "b", "b.example", "b.example.org");
+    let post = move |ca: &str, name: &'static str, path: &'static str| {
+        let ca = ca.to_string();
+        blocking(move || request(addr, &ca, name, "POST", path, &review_body()))
+    };
+
+    let (status, body) = post(&a_ca, "a.example", "/convert/a").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"status\":\"Success\""), "{body}");
+    // b's name gets b's certificate, which a's CA does not vouch for.
+    let (status, error) = post(&a_ca, "b.example", "/convert/a").await;
+    assert_eq!(status, 0, "a handshake under another route's name: {error}");
+    // Through b's name to b's path, a review of another group than b's CRD is refused.
+    let (status, body) = post(&b_ca, "b.example", "/convert/b").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(review::FOREIGN_GROUP), "{body}");
+    // A name no route serves gets no certificate at all.
+    let (status, _) = post(&a_ca, "c.example", "/convert/a").await;
+    assert_eq!(status, 0);
+
+    // One name, one route.
+    let taken = Handler::new(
+        Arc::new(|o: &Value, _: &str| Ok(o.clone())),
+        Arc::new(|_: &Outcome| {}),
+        "x",
+        1,
+    );
+    let error = routes
+        .add("c", vec!["A.example".into()], taken)
+        .err()
+        .unwrap();
+    assert_eq!(
+        error,
+        RouteError::NameTaken {
+            name: "A.example".into(),
+            owner: "a".into()
+        }
+    );
+    // A route dropped is gone, certificate and path.
+    drop(a);
+    let (status, _) = post(&a_ca, "a.example", "/convert/a").await;
+    assert_eq!(status, 0);
 }

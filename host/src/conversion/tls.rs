@@ -16,6 +16,8 @@ use rustls::client::danger::ServerCertVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::ResolvesServerCert;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{RootCertStore, ServerConfig};
 
 /// How long a self-made serving certificate (and its CA) is valid.
@@ -118,17 +120,20 @@ impl Bundle {
     /// The rustls configuration that serves this certificate (ring, HTTP/2 and HTTP/1.1 by ALPN);
     /// fails if the key does not match the certificate.
     pub fn server_config(&self) -> Result<ServerConfig, TlsError> {
+        let key = Arc::new(self.certified_key()?);
+        server_config(Arc::new(SingleCertAndKey::from(key)))
+    }
+
+    /// The certificate chain and its signing key, as a resolver hands them to a handshake; fails if
+    /// the key does not match the certificate.
+    pub fn certified_key(&self) -> Result<CertifiedKey, TlsError> {
         let key =
             PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes()).map_err(|e| TlsError::Pem {
                 what: "tls.key".into(),
                 message: e.to_string(),
             })?;
-        let mut config = ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(certificates("tls.crt", &self.cert_pem)?, key)?;
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Ok(config)
+        let chain = certificates("tls.crt", &self.cert_pem)?;
+        Ok(CertifiedKey::from_der(chain, key, &provider())?)
     }
 
     /// Whether a client trusting `ca_pem` accepts the certificate for every one of `names` at time
@@ -192,6 +197,17 @@ pub(crate) fn certificates(
         return Err(error("no PEM certificate".into()));
     }
     Ok(certs)
+}
+
+/// A TLS server configuration (ring, HTTP/2 and HTTP/1.1 by ALPN) whose certificate `resolver` picks
+/// for each handshake.
+pub fn server_config(resolver: Arc<dyn ResolvesServerCert>) -> Result<ServerConfig, TlsError> {
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
 }
 
 /// ring, as kube uses: the process pulls in no other provider.

@@ -15,8 +15,9 @@ use super::module_ref::ModuleRef;
 use super::spec::{Definition, Key};
 use super::status::{Report, StatusWriter};
 use crate::controller::{Context, Settings};
+use crate::conversion::{RouteSettings, Routes, SecretRef, ServedRoute};
 use crate::guest::{Runtime, RuntimeConfig};
-use crate::reconciler::{Blocked, ReconcilerBuilder, Startup, Waiting};
+use crate::reconciler::{Blocked, ReconcilerBuilder, Startup, Waiting, serve_conversion_route};
 use crate::source::oci::OciSettings;
 use crate::source::{ModuleProblem, ModuleSource};
 use crate::telemetry::{Metrics, Recorder};
@@ -25,6 +26,9 @@ use crate::telemetry::{Metrics, Recorder};
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// How often a running reconciler's status is refreshed (written only when it changes).
 const STATUS_PERIOD: Duration = Duration::from_secs(1);
+/// How long before a conversion route that could not be set up is tried again (its CRD, Secret or
+/// RBAC may be fixed meanwhile).
+const CONVERSION_RETRY: Duration = Duration::from_secs(5);
 
 /// What every reconciler of one host shares.
 pub struct Shared {
@@ -43,6 +47,11 @@ pub struct Shared {
     /// How `oci://` modules are reached and polled (`--oci-plain-http`, `--oci-ca-file`,
     /// `--oci-poll-interval`).
     pub oci: OciSettings,
+    /// Whether this replica leads: every replica builds each reconciler and serves its conversion;
+    /// only the leader runs controllers and writes status.
+    pub leading: watch::Receiver<bool>,
+    /// The shared conversion webhook port's routes (`--conversion-webhook-addr`), if it has one.
+    pub routes: Option<Arc<Routes>>,
 }
 
 /// A client on `config`'s connection that makes every call as `user`: the API server's RBAC then
@@ -71,7 +80,12 @@ impl Instance {
         let key = Key::of(&object_rx.borrow());
         let run = Run {
             metrics: shared.metrics.for_controller(&key.to_string()),
-            status: StatusWriter::new(shared.client.clone(), shared.recorder.clone(), key.clone()),
+            status: StatusWriter::new(
+                shared.client.clone(),
+                shared.recorder.clone(),
+                shared.leading.clone(),
+                key.clone(),
+            ),
             shared,
             key,
             definition: definition.clone(),
@@ -183,6 +197,19 @@ impl Run {
         };
 
         let ctx = reconciler.context().clone();
+        let _route = match self.definition.conversion_secret.clone() {
+            Some(secret) => match self.conversion_route(&ctx, &secret).await {
+                Some(route) => Some(route),
+                None => return,
+            },
+            None => None,
+        };
+        // Every replica gets this far (a standby serves the conversions too); only the leader runs
+        // the controller.
+        let mut leading = self.shared.leading.clone();
+        if leading.wait_for(|leads| *leads).await.is_err() {
+            return;
+        }
         self.driving.store(true, Ordering::Relaxed);
         let synced = Arc::new(AtomicBool::new(false));
         let on_synced = synced.clone();
@@ -199,6 +226,39 @@ impl Run {
                 _ = tick.tick() => {
                     let report = running_report(&ctx, synced.load(Ordering::Relaxed));
                     self.report(report).await;
+                }
+            }
+        }
+    }
+
+    /// The parent CRD's route on the platform's conversion port, retried until it can be served;
+    /// `None` if the platform has no such port (which waiting does not fix).
+    async fn conversion_route(
+        &mut self,
+        ctx: &Arc<Context>,
+        secret: &SecretRef,
+    ) -> Option<ServedRoute> {
+        let Some(routes) = self.shared.routes.clone() else {
+            let message = "spec.conversion: this platform serves no conversion webhook (it runs \
+                           without --conversion-webhook-addr)";
+            self.report(Report::not_ready("InvalidSpec", message)).await;
+            return None;
+        };
+        let parent = &ctx.parent.resource;
+        let settings = RouteSettings {
+            route: self.key.name.clone(),
+            crd: format!("{}.{}", parent.plural, parent.group),
+            secret: secret.clone(),
+        };
+        loop {
+            match serve_conversion_route(&routes, &settings, ctx).await {
+                Ok(route) => return Some(route),
+                Err(e) => {
+                    tracing::warn!(reconciler = %self.key, error = %format!("{e:#}"), "cannot serve the conversion webhook yet");
+                    let message = format!("spec.conversion: {e:#}");
+                    let report = Report::not_ready("ConversionUnavailable", message);
+                    self.report(report).await;
+                    tokio::time::sleep(CONVERSION_RETRY).await;
                 }
             }
         }

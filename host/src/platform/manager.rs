@@ -106,7 +106,8 @@ impl Manager {
         }
         let shared = &self.shared;
         let writer = self.idle.entry(key.clone()).or_insert_with(|| {
-            StatusWriter::new(shared.client.clone(), shared.recorder.clone(), key)
+            let leading = shared.leading.clone();
+            StatusWriter::new(shared.client.clone(), shared.recorder.clone(), leading, key)
         });
         writer.write(object, report).await;
     }

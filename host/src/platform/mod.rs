@@ -3,7 +3,9 @@
 //! own controller and caches, its own client impersonating its ServiceAccount, its own guest limits,
 //! metrics and status. `spec` reads the objects (`module_ref` their module sources, ConfigMap or
 //! registry), `manager` starts and stops reconcilers as they change, `instance` runs one, `status`
-//! reports on it. `controller/` stays the one-reconciler machinery.
+//! reports on it. Every replica builds every reconciler and serves its CRD's conversion (a
+//! ClusterReconciler's `spec.conversion`, one route each on a shared port); only the leader runs their
+//! controllers and writes their status. `controller/` stays the one-reconciler machinery.
 
 mod instance;
 mod manager;
@@ -21,6 +23,7 @@ use kube::api::Api;
 use kube::core::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
 
+use crate::conversion::{self, Routes};
 use crate::guest::{Runtime, RuntimeConfig};
 use crate::reconciler::{leader, shutdown_signal};
 use crate::source::oci::OciSettings;
@@ -36,7 +39,7 @@ pub struct ServeOptions {
     /// Address of /healthz, /readyz and /metrics.
     pub metrics_addr: std::net::SocketAddr,
     /// Elect a leader among replicas on the Lease `reconcile-host-platform`; only the leader runs
-    /// reconcilers.
+    /// controllers (every replica serves conversions).
     pub leader_election: bool,
     /// Only reconciler objects matching this label selector (several platforms in one cluster).
     pub reconciler_selector: Option<String>,
@@ -52,6 +55,9 @@ pub struct ServeOptions {
     /// Defaults of every reconciler's guest limits; the memory limit is also the most a reconciler's
     /// `spec.limits.memoryMiB` may ask for.
     pub runtime: RuntimeConfig,
+    /// Where to serve the conversion webhooks of ClusterReconcilers with `spec.conversion`, one route
+    /// each (`POST /convert/<name>`, HTTPS); `None`: no conversion.
+    pub conversion_addr: Option<std::net::SocketAddr>,
 }
 
 pub fn serve(options: ServeOptions) -> anyhow::Result<()> {
@@ -76,7 +82,18 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
         lease: "reconcile-host-platform".into(),
         identity: leader::identity(),
     });
-    leader::lead(election, client.clone(), &metrics).await?;
+    // Every replica follows the reconcilers and serves their conversions (the API server calls any
+    // replica behind a Service); only the leader runs their controllers and writes their status.
+    let leading = leader::lead_in_background(election, client.clone(), &metrics);
+    let routes = match options.conversion_addr {
+        Some(addr) => {
+            let routes = Arc::new(Routes::default());
+            let bound = conversion::routes::serve(addr, routes.clone())?;
+            tracing::info!(%bound, "serving the ClusterReconcilers' conversion webhooks");
+            Some(routes)
+        }
+        None => None,
+    };
     let shared = Arc::new(Shared {
         recorder: Recorder::for_host(client.clone()),
         client: client.clone(),
@@ -87,6 +104,8 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
         resync_period: options.resync_period,
         adopt_orphans: options.adopt_orphans,
         oci: options.oci,
+        leading,
+        routes,
     });
 
     let mut selector = watcher::Config::default();

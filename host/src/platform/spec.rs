@@ -12,6 +12,7 @@ use super::module_ref::{MODULE_FIELDS, ModuleRef, ModuleSpec, SHADOW_FIELDS};
 pub use super::namespaced_name::NamespacedName;
 pub use super::spec_error::SpecError;
 use crate::controller::{Selection, Settings};
+use crate::conversion::SecretRef;
 use crate::guest::RuntimeConfig;
 use crate::identity::Identity;
 use crate::kind::Gvk;
@@ -126,6 +127,20 @@ pub struct Spec {
     /// children alike.
     #[serde(default)]
     pub namespace_selector: Option<String>,
+    /// ClusterReconciler only: serve the parent CRD's conversion webhook from the module.
+    #[serde(default)]
+    pub conversion: Option<ConversionSpec>,
+}
+
+/// `spec.conversion`: the parent CRD's versions converted by the module, on the platform's webhook
+/// port at `/convert/<reconciler name>`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversionSpec {
+    /// The Secret, in the ServiceAccount's namespace, where the host keeps the webhook's CA and
+    /// certificate (as the ServiceAccount); default `<reconciler name>-conversion-tls`.
+    #[serde(default)]
+    pub certificate_secret: Option<String>,
 }
 
 /// A child kind, with its update strategy (none: `InPlace`).
@@ -165,6 +180,8 @@ pub struct Definition {
     pub shadow_module: Option<ModuleRef>,
     /// `system:serviceaccount:<namespace>:<name>`: every API call of the reconciler is made as it.
     pub user: String,
+    /// The Secret of the parent CRD's conversion webhook certificate, if the module converts.
+    pub conversion_secret: Option<SecretRef>,
     pub spec: Spec,
 }
 
@@ -234,6 +251,15 @@ impl Definition {
                     .ok_or(SpecError::Missing("serviceAccount (namespace and name)"))?,
             ),
         };
+        let conversion_secret = match (&spec.conversion, own) {
+            (None, _) => None,
+            (Some(_), Some(_)) => return Err(SpecError::ClusterOnly("conversion")),
+            (Some(conversion), None) => Some(SecretRef {
+                namespace: service_account.namespace.clone(),
+                name: (conversion.certificate_secret.clone())
+                    .unwrap_or_else(|| format!("{}-conversion-tls", key.name)),
+            }),
+        };
         Ok(Definition {
             settings: Settings {
                 parent,
@@ -259,6 +285,7 @@ impl Definition {
                 "system:serviceaccount:{}:{}",
                 service_account.namespace, service_account.name
             ),
+            conversion_secret,
             spec,
         })
     }

@@ -14,6 +14,10 @@ pub enum SpecError {
     Kind { field: &'static str, value: String },
     #[error("spec.{0} must not name a namespace in a namespaced Reconciler: it uses its own")]
     ForeignNamespace(&'static str),
+    #[error(
+        "spec.{0} is for a ClusterReconciler only: a namespaced Reconciler must not change how a CRD is served to every namespace"
+    )]
+    ClusterOnly(&'static str),
     #[error("spec.{0} is required")]
     Missing(&'static str),
     #[error("spec.children must name at least one kind")]

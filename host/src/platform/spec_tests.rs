@@ -395,3 +395,27 @@ fn a_child_kind_may_name_its_update_strategy() {
         "{err}"
     );
 }
+
+#[test]
+fn only_a_cluster_reconciler_converts_its_crd_with_the_secret_beside_its_account() {
+    let mut spec = myapp_spec();
+    spec["conversion"] = json!({});
+    assert_eq!(
+        Definition::read(&object(Some("team-a"), spec.clone())),
+        Err(SpecError::ClusterOnly("conversion"))
+    );
+
+    spec["module"]["configMap"]["namespace"] = json!("platform");
+    spec["serviceAccount"] = json!({"namespace": "platform", "name": "myapp"});
+    let definition = Definition::read(&object(None, spec.clone())).unwrap();
+    let secret = definition.conversion_secret.unwrap();
+    assert_eq!(secret.to_string(), "platform/myapp-conversion-tls");
+
+    spec["conversion"] = json!({"certificateSecret": "myapp-webhook"});
+    let definition = Definition::read(&object(None, spec)).unwrap();
+    let secret = definition.conversion_secret.unwrap();
+    assert_eq!(secret.to_string(), "platform/myapp-webhook");
+
+    let without = Definition::read(&object(Some("team-a"), myapp_spec())).unwrap();
+    assert_eq!(without.conversion_secret, None);
+}

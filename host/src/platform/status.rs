@@ -8,6 +8,7 @@ use kube::core::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource};
 use serde_json::json;
+use tokio::sync::watch;
 
 use super::spec::Key;
 use crate::telemetry::Recorder;
@@ -41,15 +42,23 @@ impl Report {
 }
 
 /// Writes one reconciler's status; remembers what it wrote to keep transition times and skip no-ops.
+/// Only while this replica leads: a standby follows the same reconcilers (for their conversions) and
+/// must not contradict the leader's word on them.
 pub struct StatusWriter {
     api: Api<DynamicObject>,
     recorder: Recorder,
     key: Key,
+    leading: watch::Receiver<bool>,
     last: Option<(Report, i64, Time)>,
 }
 
 impl StatusWriter {
-    pub fn new(client: Client, recorder: Recorder, key: Key) -> StatusWriter {
+    pub fn new(
+        client: Client,
+        recorder: Recorder,
+        leading: watch::Receiver<bool>,
+        key: Key,
+    ) -> StatusWriter {
         let resource = key.scope().resource();
         let api = match &key.namespace {
             Some(namespace) => Api::namespaced_with(client, namespace, &resource),
@@ -59,12 +68,16 @@ impl StatusWriter {
             api,
             recorder,
             key,
+            leading,
             last: None,
         }
     }
 
     /// Writes `report` for the object at `generation` unless that is what the status already says.
     pub async fn write(&mut self, object: &DynamicObject, report: Report) {
+        if !*self.leading.borrow() {
+            return;
+        }
         let generation = object.metadata.generation.unwrap_or_default();
         let since = match &self.last {
             Some((last, last_generation, _))

@@ -36,13 +36,38 @@ pub async fn lead(
     client: Client,
     metrics: &Metrics,
 ) -> anyhow::Result<()> {
-    if let Some(election) = election {
-        metrics.leading(false);
-        let leadership = election.acquire(client).await?;
-        tokio::spawn(exit_on_loss(leadership));
-    }
-    metrics.leading(true);
+    let mut leading = lead_in_background(election, client, metrics);
+    leading.wait_for(|leads| *leads).await?;
     Ok(())
+}
+
+/// Takes part in `election` in the background (`serve`, whose every replica serves conversions and
+/// follows modules while only the leader reconciles): the receiver turns true once this process leads
+/// (at once without an election). Losing the lease later, or failing to take part, ends the process.
+pub fn lead_in_background(
+    election: Option<Election>,
+    client: Client,
+    metrics: &Metrics,
+) -> watch::Receiver<bool> {
+    let (leading, receiver) = watch::channel(election.is_none());
+    metrics.leading(election.is_none());
+    if let Some(election) = election {
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            match election.acquire(client).await {
+                Ok(leadership) => {
+                    metrics.leading(true);
+                    leading.send_replace(true);
+                    exit_on_loss(leadership).await;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "taking part in the leader election; exiting");
+                    std::process::exit(1);
+                }
+            }
+        });
+    }
+    receiver
 }
 
 impl Election {

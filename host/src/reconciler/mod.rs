@@ -14,3 +14,4 @@ mod webhook;
 pub use builder::{Blocked, GiveUp, Reconciler, ReconcilerBuilder, Startup, Waiting};
 pub use driver::shutdown_signal;
 pub use run::{RunOptions, run};
+pub use webhook::serve_conversion_route;

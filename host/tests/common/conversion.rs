@@ -14,13 +14,17 @@ use super::myapp::wait_for;
 /// The test CRDs' group.
 pub const GROUP: &str = "conversion-test.example.com";
 
-/// CRD `plural.GROUP`, v1 stored and v2 served, with `conversion`, applied as its operator would.
+/// CRD `plural.GROUP`, v1 stored and v2 served (each with a status subresource, which a reconciler
+/// writes), with `conversion`, applied as its operator would.
 pub async fn apply_crd(client: &kube::Client, plural: &str, kind: &str, conversion: Value) {
     let version = |name: &str, field: &str| {
         json!({"name": name, "served": true, "storage": name == "v1", "schema": {"openAPIV3Schema": {
             "type": "object",
-            "properties": {"spec": {"type": "object", "properties": {field: {"type": "integer"}}}},
-        }}})
+            "properties": {
+                "spec": {"type": "object", "properties": {field: {"type": "integer"}}},
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            },
+        }}, "subresources": {"status": {}}})
     };
     let name = format!("{plural}.{GROUP}");
     let crd = json!({

@@ -78,6 +78,17 @@ pub fn install_platform(cluster: &TestCluster) {
 
 /// A platform host running as its shipped ServiceAccount, serving only reconcilers labelled `test`.
 pub async fn platform_host(cluster: &TestCluster, test: &str, extra: &[&str]) -> HostProcess {
+    platform_replica(cluster, test, test, extra).await
+}
+
+/// As `platform_host`, as the replica (Pod) `identity`: several of one test take part in one
+/// leader election.
+pub async fn platform_replica(
+    cluster: &TestCluster,
+    test: &str,
+    identity: &str,
+    extra: &[&str],
+) -> HostProcess {
     install_platform(cluster);
     let kubeconfig = cluster
         .service_account_kubeconfig(PLATFORM_NAMESPACE, "reconcile-host-platform")
@@ -89,7 +100,10 @@ pub async fn platform_host(cluster: &TestCluster, test: &str, extra: &[&str]) ->
     HostProcess::serve(
         &kubeconfig,
         &args,
-        &[("POD_NAMESPACE", PLATFORM_NAMESPACE), ("POD_NAME", test)],
+        &[
+            ("POD_NAMESPACE", PLATFORM_NAMESPACE),
+            ("POD_NAME", identity),
+        ],
     )
 }
 

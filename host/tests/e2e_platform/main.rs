@@ -6,6 +6,7 @@ mod common;
 
 mod decorator_platform;
 mod platform;
+mod platform_conversion;
 mod platform_isolation;
 mod platform_oci;
 mod related_platform;
