@@ -11,9 +11,14 @@ MYAPP_GUEST     := $(GUEST_TARGET)/wasm32-unknown-unknown/release/guest_myapp.wa
 # host/tests/common/guests.rs builds it the same way.
 NO_WASI_LINKER  := --config 'target.wasm32-unknown-unknown.linker="wasm-component-ld"'
 CARGO_RELEASE   := cargo build --release --locked
+# The image: the host linked statically (glibc's libc.a: no loader or shared library in the image),
+# stripped, on an empty base, tagged with the crate's version (deploy/ names that tag).
+VERSION         := $(shell sed -n 's/^version = "\(.*\)"/\1/p' host/Cargo.toml | head -n 1)
+IMAGE_DIR       := $(TARGET_DIR)/image
+IMAGE           := $(IMAGE_DIR)/reconcile-host.tar
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
 
-.PHONY: build host guests controlplane monitoring-tools registry lint-dockerfile test run cluster bench fmt lint clean deploy-module example-modules
+.PHONY: build host guests controlplane monitoring-tools registry image lint-dockerfile test run cluster bench fmt lint clean deploy-module example-modules
 
 build: host guests
 
@@ -43,12 +48,24 @@ monitoring-tools:
 registry:
 	tests/registry/build.sh >/dev/null
 
-# The benchmarks are built too (not run): a benchmark that no longer compiles fails the tests.
-test: guests controlplane monitoring-tools registry lint-dockerfile
+# The host's container image, without a container engine (see README, Deploy in a cluster): the one
+# release build's binary crate linked again with crt-static (the library and every dependency are the
+# same build's), copied out at once (the next `cargo build` links the usual binary back in place), and
+# assembled by the image tool of tests/registry on go-containerregistry. Prints its digest and size.
+image: registry
+	cargo rustc --release --locked -p reconcile-host --bin reconcile-host -- -C target-feature=+crt-static -C strip=symbols
+	mkdir -p $(IMAGE_DIR)
+	cp $(HOST) $(IMAGE_DIR)/reconcile-host
+	"$$(tests/registry/build.sh)/image" build -binary $(IMAGE_DIR)/reconcile-host \
+		-ca-certificates /etc/ssl/certs/ca-certificates.crt -tag reconcile-host:$(VERSION) -out $(IMAGE)
+
+# The benchmarks are built too (not run): a benchmark that no longer compiles fails the tests. The
+# image comes first: the workspace build then puts the usual (dynamic) binary back for the tests.
+test: guests controlplane monitoring-tools registry lint-dockerfile image
 	cargo build --release --locked --workspace --benches
 	cargo test --release --locked --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)/native
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" RECONCILE_HOST_MONITORING_BIN="$$(tests/monitoring/build.sh)" \
-		RECONCILE_HOST_REGISTRY_BIN="$$(tests/registry/build.sh)" cargo test --release --locked --workspace
+		RECONCILE_HOST_REGISTRY_BIN="$$(tests/registry/build.sh)" RECONCILE_HOST_IMAGE="$(IMAGE)" cargo test --release --locked --workspace
 
 # The main job: a local control plane, the host with the MyApp guest, the seed's demo-app.
 run: build controlplane

@@ -21,6 +21,7 @@
 //! `memory` keeps the allocator from holding what the host freed. `host/tests/import_cycles.rs` keeps
 //! the layers honest: it fails on any import cycle between the files of `host/src`.
 
+pub mod atomic_file;
 pub mod cli;
 pub mod conformance;
 pub mod controller;

@@ -51,16 +51,13 @@ impl<'a> ArtifactCache<'a> {
         }
     }
 
-    /// Writes the artifact beside its final name and renames it, so a reader never sees half a file.
+    /// Writes the artifact whole (`atomic_file`), so a reader never sees half a file.
     /// A failure only costs a recompile next time, so it is logged, not returned.
     pub(crate) fn store(&self, digest: &str, compiled: &Compiled) {
         let path = self.path(digest);
         let result = (|| -> anyhow::Result<()> {
-            std::fs::create_dir_all(&self.dir)?;
             let bytes = compiled.artifact().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, &bytes)?;
-            std::fs::rename(&tmp, &path)?;
+            crate::atomic_file::write(&path, &bytes)?;
             Ok(())
         })();
         if let Err(e) = result {

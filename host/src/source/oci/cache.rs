@@ -85,15 +85,9 @@ fn read_digest(path: &Path) -> Option<String> {
     Some(text.trim().to_string()).filter(|d| d.contains(':'))
 }
 
-/// Writes beside, then renames: a reader never sees half a file.
+/// Writes whole (`atomic_file`): a reader never sees half a file.
 fn write(path: &Path, bytes: &[u8]) {
-    let result = (|| {
-        std::fs::create_dir_all(path.parent().expect("cache paths have a parent"))?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
+    if let Err(e) = crate::atomic_file::write(path, bytes) {
         tracing::warn!(path = %path.display(), error = %e, "cannot write to the module cache");
     }
 }

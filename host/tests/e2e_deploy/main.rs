@@ -4,7 +4,9 @@
 //! On a control plane of its own: applying deploy/ makes the MyApp CRD serve v1beta1 through this
 //! test's host (by URL), which the other tests' CRD installs would undo mid-test.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod image;
 
 use std::time::Duration;
 
@@ -18,16 +20,21 @@ use common::kubectl::kubectl_ok;
 use common::myapp::*;
 use common::ports::free_port;
 
-const HOST_NAMESPACE: &str = "reconcile-host-system";
+pub const HOST_NAMESPACE: &str = "reconcile-host-system";
 
-fn yaml_documents(file: &str) -> Vec<Value> {
+pub fn yaml_documents(file: &str) -> Vec<Value> {
     reconcile_host::render::read_documents(&repo_root().join("deploy").join(file)).unwrap()
 }
 
 /// The host's arguments as deploy/deployment.yaml gives them, with the in-cluster paths and ports
-/// replaced by local ones (the webhook on `webhook_port`, its certificate also valid for 127.0.0.1)
-/// and the watch narrowed to the test's namespace.
-fn shipped_args(namespace: &str, cache: &std::path::Path, webhook_port: u16) -> Vec<String> {
+/// replaced by local ones (the module at `module`, the webhook on `webhook_port`, its certificate also
+/// valid for 127.0.0.1) and the watch narrowed to the test's namespace.
+pub fn shipped_args(
+    namespace: &str,
+    module: &std::path::Path,
+    cache: &std::path::Path,
+    webhook_port: u16,
+) -> Vec<String> {
     let deployment = &yaml_documents("deployment.yaml")[0];
     let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
         .as_array()
@@ -38,7 +45,7 @@ fn shipped_args(namespace: &str, cache: &std::path::Path, webhook_port: u16) -> 
         // `run` and the metrics port are the fixture's to set.
         .filter(|a| a != "run" && !a.starts_with("--metrics-addr"))
         .map(|a| match a.split_once('=') {
-            Some(("--module", _)) => format!("--module={}", component("guest_myapp").display()),
+            Some(("--module", _)) => format!("--module={}", module.display()),
             Some(("--cache-dir", _)) => format!("--cache-dir={}", cache.display()),
             Some(("--conversion-webhook-addr", _)) => {
                 format!("--conversion-webhook-addr=127.0.0.1:{webhook_port}")
@@ -53,7 +60,7 @@ fn shipped_args(namespace: &str, cache: &std::path::Path, webhook_port: u16) -> 
 /// `kubectl apply --server-side -k deploy/` as the README says, once for both tests: the CRD it
 /// applies serves v1beta1 through the webhook, which deploy/crd.yaml alone (`install_crd`) does not,
 /// and the two would conflict on `.spec.versions`.
-fn apply_deploy(cluster: &TestCluster) {
+pub fn apply_deploy(cluster: &TestCluster) {
     static APPLIED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let mut applied = APPLIED.lock().unwrap_or_else(|e| e.into_inner());
     if *applied {
@@ -118,7 +125,12 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         .unwrap();
     let cache = tempfile::tempdir().unwrap();
     let webhook_port = free_port();
-    let args = shipped_args(&namespace, cache.path(), webhook_port);
+    let args = shipped_args(
+        &namespace,
+        &component("guest_myapp"),
+        cache.path(),
+        webhook_port,
+    );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let host = HostProcess::start_with_env(
         &kubeconfig,
