@@ -12,10 +12,9 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 
-use super::{HOST_NAMESPACE, apply_deploy, shipped_args, yaml_documents};
+use super::{HOST_NAMESPACE, apply_deploy, demo_app_converges, shipped_args, yaml_documents};
 use crate::common::guests::{component, go_tools, repo_root};
 use crate::common::http;
-use crate::common::myapp::*;
 use crate::common::ports::free_port;
 use crate::common::registry::Registry;
 
@@ -246,22 +245,8 @@ async fn the_image_pulled_from_a_registry_runs_as_deploy_runs_it() {
     let image_host = Contained { child, log };
 
     let client = cluster.client().await.unwrap();
-    create_myapp(
-        &client,
-        &namespace,
-        "demo-app",
-        json!({"replicas": 2, "image": "nginx:1.23"}),
-    )
-    .await;
-    let status = wait_status(
-        &client,
-        &namespace,
-        "demo-app",
-        "demo-app Ready, reconciled by the image's host",
-        |st| st["phase"] == "Ready",
-    )
-    .await;
-    assert_eq!(ready_condition(&status).unwrap()["status"], "True");
+    let what = "demo-app Ready, reconciled by the image's host";
+    demo_app_converges(&client, &namespace, what).await;
     let log = image_host.log();
     assert!(log.contains("acquired leadership"), "{log}");
     assert!(!log.contains("forbidden"), "{log}");

@@ -96,6 +96,17 @@ pub fn apply_deploy(cluster: &TestCluster) {
     *applied = true;
 }
 
+/// Creates the seed's demo-app in `namespace` and waits until the host under test made it Ready.
+pub async fn demo_app_converges(client: &kube::Client, namespace: &str, what: &str) {
+    let spec = json!({"replicas": 2, "image": "nginx:1.23"});
+    create_myapp(client, namespace, "demo-app", spec).await;
+    let status = wait_status(client, namespace, "demo-app", what, |st| {
+        st["phase"] == "Ready"
+    })
+    .await;
+    assert_eq!(ready_condition(&status).unwrap()["status"], "True");
+}
+
 #[tokio::test]
 async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
     let cluster = TestCluster::shared();
@@ -178,22 +189,7 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
         ],
     );
     let client = cluster.client().await.unwrap();
-    create_myapp(
-        &client,
-        &namespace,
-        "demo-app",
-        json!({"replicas": 2, "image": "nginx:1.23"}),
-    )
-    .await;
-    let status = wait_status(
-        &client,
-        &namespace,
-        "demo-app",
-        "demo-app Ready as the ServiceAccount",
-        |st| st["phase"] == "Ready",
-    )
-    .await;
-    assert_eq!(ready_condition(&status).unwrap()["status"], "True");
+    demo_app_converges(&client, &namespace, "demo-app Ready as the ServiceAccount").await;
     assert!(
         host.log().contains("acquired leadership"),
         "leader election runs with the shipped Role"
