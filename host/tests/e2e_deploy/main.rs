@@ -2,7 +2,8 @@
 //! the shipped RBAC (as the ServiceAccount, through a TokenRequest token) and the shipped arguments,
 //! the metrics move, and a standby takes over from a killed leader (one verb less: e2e_operations/deploy_rbac.rs).
 //! On a control plane of its own: applying deploy/ makes the MyApp CRD serve v1beta1 through this
-//! test's host (by URL), which the other tests' CRD installs would undo mid-test.
+//! test's host (by URL), which the other tests' CRD installs would undo mid-test. `image` runs the
+//! image `make image` builds, unpacked, the same way.
 
 #[path = "../common/mod.rs"]
 mod common;
