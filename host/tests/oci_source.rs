@@ -119,7 +119,8 @@ async fn a_restart_takes_the_module_from_the_cache_even_with_the_registry_down()
     }
     let blobs_served = registry.log().matches("GET /v2/myapp/blobs/").count();
 
-    // A digest is served from the cache without asking the registry.
+    // A digest is served from the cache: the registry is asked only whether it accepts the
+    // credentials (a HEAD of the manifest), no layer is pulled.
     let mut updates = source(&registry, &pinned, Some(cache.path())).updates(None);
     assert_eq!(next(&mut updates).await.unwrap(), bytes(&module));
     assert_eq!(
@@ -233,4 +234,72 @@ async fn an_https_registry_with_a_private_ca_is_trusted_only_with_its_ca_file() 
     };
     let mut updates = source_with(&pinned, trusted, Credentials::Anonymous, None).updates(None);
     assert_eq!(next(&mut updates).await.unwrap(), bytes(&module));
+}
+
+#[tokio::test]
+async fn a_restart_with_refused_credentials_gets_no_cached_module_and_an_outage_still_does() {
+    let mut registry = Registry::with_auth("robot:s3cret");
+    let module = component("guest_myapp");
+    let dir = tempfile::tempdir().unwrap();
+    let good = registry.credentials_file(dir.path());
+    let pinned = registry.push(
+        &module,
+        "myapp:v1",
+        &["--oci-credentials", good.to_str().unwrap()],
+    );
+    let tag = registry.reference("myapp:v1");
+    let cache = tempfile::tempdir().unwrap();
+    let transport = plain_http(&registry);
+    let start = |reference: &str, credentials: &Path| {
+        let credentials = Credentials::File(credentials.to_path_buf());
+        source_with(
+            reference,
+            transport.clone(),
+            credentials,
+            Some(cache.path()),
+        )
+        .updates(None)
+    };
+    for reference in [&pinned, &tag] {
+        assert_eq!(
+            next(&mut start(reference, &good)).await.unwrap(),
+            bytes(&module)
+        );
+    }
+
+    // The password is revoked: the registry answers, and refuses. Nothing cached is served.
+    let revoked = dir.path().join("revoked.json");
+    let config = registry
+        .docker_config()
+        .replace(&base64_of("robot:s3cret"), &base64_of("robot:revoked"));
+    std::fs::write(&revoked, config).unwrap();
+    for reference in [&pinned, &tag] {
+        let error = next(&mut start(reference, &revoked)).await.unwrap_err();
+        assert!(
+            error.contains("the registry refused the credentials"),
+            "{error}"
+        );
+    }
+    // With the good credentials again, the cached layer is served, not pulled again.
+    let blobs = || registry.log().matches("GET /v2/myapp/blobs/").count();
+    let pulled = blobs();
+    assert_eq!(
+        next(&mut start(&pinned, &good)).await.unwrap(),
+        bytes(&module)
+    );
+    assert_eq!(blobs(), pulled, "the layer was pulled again");
+
+    // A registry that does not answer cannot refuse: the cache stands in, whatever the credentials.
+    registry.stop();
+    for reference in [&pinned, &tag] {
+        assert_eq!(
+            next(&mut start(reference, &revoked)).await.unwrap(),
+            bytes(&module)
+        );
+    }
+}
+
+fn base64_of(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
 }

@@ -148,7 +148,7 @@ async fn the_javascript_guest_runs_from_a_registry_and_follows_its_tag() {
     );
     assert!(
         host.log()
-            .contains("using the module this tag had at the last pull")
+            .contains("using the module last pulled for this reference")
     );
     // The tag cannot be checked while the registry is down: the metric the alert reads says so.
     let unavailable = r#"reconcile_host_module_unavailable{controller="myapp"} 1"#;

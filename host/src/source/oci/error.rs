@@ -17,6 +17,14 @@ pub enum OciError {
         reference: String,
         reason: String,
     },
+    /// The registry answered, and refused these credentials (401, 403): unlike an outage, a module
+    /// cached under them is not served again at a start (`registry::first`).
+    #[error("{action} {reference}: the registry refused the credentials: {reason}")]
+    Refused {
+        action: &'static str,
+        reference: String,
+        reason: String,
+    },
     #[error(
         "{reference}: no wasm layer ({WASM_LAYER_MEDIA_TYPE} or {LEGACY_WASM_LAYER_MEDIA_TYPE}) in the manifest; its layers are {found:?}"
     )]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
-use oci_client::errors::OciDistributionError;
+use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -80,22 +80,28 @@ impl Registry {
             .unwrap_or(RegistryAuth::Anonymous)
     }
 
-    /// The module at start. A digest already in the cache needs no registry at all; a tag that cannot
-    /// be resolved falls back to the digest it had at the last pull, if that module is cached, so that
-    /// a restart during a registry outage keeps the last good module.
+    /// The module at start. The registry is asked first, for a digest the cache holds too: a cached
+    /// module is served again only if the registry accepts these credentials (then a cached layer is
+    /// not pulled again), or does not answer at all, so that a restart during an outage keeps the
+    /// last good module (for a tag, the digest it had at the last pull). A registry that refuses the
+    /// credentials (revoked, or never good for this repository) gets no cached module served: the
+    /// cache must not outlive the right to pull.
     pub async fn first(&self, reference: &OciReference) -> Result<Option<Pulled>, OciError> {
-        if let Some(digest) = reference.0.digest() {
-            return self.pull(reference, digest).await.map(Some);
-        }
-        match self.resolve(reference).await {
-            Ok(digest) => self.pull(reference, &digest).await.map(Some),
-            Err(error) => match self.cached_tag(reference) {
-                Some(pulled) => {
-                    tracing::warn!(%reference, %error, digest = pulled.digest, "the registry does not answer; using the module this tag had at the last pull, from the cache");
-                    Ok(Some(pulled))
-                }
-                None => Err(error),
-            },
+        let error = match self.resolve(reference).await {
+            Ok(digest) => return self.pull(reference, &digest).await.map(Some),
+            Err(error @ OciError::Refused { .. }) => return Err(error),
+            Err(error) => error,
+        };
+        let cached = match reference.0.digest() {
+            Some(digest) => self.cached(digest),
+            None => self.cached_tag(reference),
+        };
+        match cached {
+            Some(pulled) => {
+                tracing::warn!(%reference, %error, digest = pulled.digest, "the registry does not answer; using the module last pulled for this reference, from the cache");
+                Ok(Some(pulled))
+            }
+            None => Err(error),
         }
     }
 
@@ -125,13 +131,11 @@ impl Registry {
     /// The module of one manifest: from the cache if it holds it, else pulled, checked and cached.
     pub async fn pull(&self, reference: &OciReference, digest: &str) -> Result<Pulled, OciError> {
         let cache = self.cache.as_ref();
-        if let Some(bytes) = cache.and_then(|c| c.layer_of(digest).and_then(|l| c.blob(&l))) {
-            tracing::info!(%reference, digest, bytes = bytes.len(), "module found in the cache");
+        if let Some(pulled) = self.cached(digest) {
+            let bytes = pulled.bytes.len();
+            tracing::info!(%reference, digest, bytes, "module found in the cache");
             self.remember_tag(reference, digest);
-            return Ok(Pulled {
-                digest: digest.to_string(),
-                bytes,
-            });
+            return Ok(pulled);
         }
         let image = Reference::with_digest(
             reference.0.registry().to_string(),
@@ -193,11 +197,20 @@ impl Registry {
         }
     }
 
+    /// The module the tag had at the last pull, if the cache holds it.
     fn cached_tag(&self, reference: &OciReference) -> Option<Pulled> {
+        let digest = self.cache.as_ref()?.tag(&reference.to_string())?;
+        self.cached(&digest)
+    }
+
+    /// The module of manifest `digest`, if the cache holds it.
+    fn cached(&self, digest: &str) -> Option<Pulled> {
         let cache = self.cache.as_ref()?;
-        let digest = cache.tag(&reference.to_string())?;
-        let bytes = cache.blob(&cache.layer_of(&digest)?)?;
-        Some(Pulled { digest, bytes })
+        let bytes = cache.blob(&cache.layer_of(digest)?)?;
+        Some(Pulled {
+            digest: digest.to_string(),
+            bytes,
+        })
     }
 }
 
@@ -240,10 +253,34 @@ pub(super) fn registry_error(
         }
         _ => "",
     };
-    OciError::Registry {
-        action,
-        reference: reference.to_string(),
-        reason: format!("{}{hint}", chain(&error)),
+    let (reference, reason) = (reference.to_string(), format!("{}{hint}", chain(&error)));
+    if refuses_credentials(&error) {
+        OciError::Refused {
+            action,
+            reference,
+            reason,
+        }
+    } else {
+        OciError::Registry {
+            action,
+            reference,
+            reason,
+        }
+    }
+}
+
+/// Whether the registry answered that these credentials may not pull (401 or 403, however the client
+/// surfaced it), as opposed to not answering or failing otherwise.
+fn refuses_credentials(error: &OciDistributionError) -> bool {
+    match error {
+        OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::AuthenticationFailure(_) => true,
+        OciDistributionError::ServerError { code, .. } => matches!(code, 401 | 403),
+        OciDistributionError::RegistryError { envelope, .. } => envelope
+            .errors
+            .iter()
+            .any(|e| matches!(e.code, OciErrorCode::Unauthorized | OciErrorCode::Denied)),
+        _ => false,
     }
 }
 
