@@ -18,7 +18,7 @@ IMAGE_DIR       := $(TARGET_DIR)/image
 IMAGE           := $(IMAGE_DIR)/reconcile-host.tar
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
 
-.PHONY: build host guests controlplane monitoring-tools registry image lint-dockerfile test run cluster bench fmt lint clean deploy-module example-modules
+.PHONY: build host guests controlplane monitoring-tools registry image lint-dockerfile test fuzz run cluster bench fmt lint clean deploy-module example-modules
 
 build: host guests
 
@@ -66,6 +66,11 @@ test: guests controlplane monitoring-tools registry lint-dockerfile image
 	cargo test --release --locked --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)/native
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" RECONCILE_HOST_MONITORING_BIN="$$(tests/monitoring/build.sh)" \
 		RECONCILE_HOST_REGISTRY_BIN="$$(tests/registry/build.sh)" RECONCILE_HOST_IMAGE="$(IMAGE)" cargo test --release --locked --workspace
+
+# The fuzz targets beside each parser of untrusted bytes (`fuzz_*` tests), a million cases each
+# (RECONCILE_HOST_FUZZ_CASES sets it; `make test` runs 20,000). A failure is kept in host/proptest-regressions/.
+fuzz:
+	RECONCILE_HOST_FUZZ_CASES=$${RECONCILE_HOST_FUZZ_CASES:-1000000} cargo test --release --locked -p reconcile-host --lib fuzz_
 
 # The main job: a local control plane, the host with the MyApp guest, the seed's demo-app.
 run: build controlplane

@@ -26,6 +26,8 @@ pub mod cli;
 pub mod conformance;
 pub mod controller;
 pub mod conversion;
+#[cfg(test)]
+mod fuzz;
 pub mod guest;
 pub mod identity;
 pub mod kind;

@@ -159,3 +159,26 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Any text is a selector or a clear refusal; what parses prints as text that parses the same.
+        #[test]
+        fn fuzz_label_selectors_parse_or_refuse_and_print_what_they_parse(
+            text in crate::fuzz::text("a-z0-9=!,()./ _-"),
+        ) {
+            if let Ok(selector) = text.parse::<LabelSelector>() {
+                let printed = selector.to_string();
+                let again: LabelSelector = printed.parse().expect("a printed selector parses");
+                prop_assert_eq!(again.to_string(), printed);
+            }
+        }
+    }
+}

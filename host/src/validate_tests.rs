@@ -200,3 +200,67 @@ mod placement {
         assert!(err.to_string().contains("--child-namespace"), "{err}");
     }
 }
+
+/// The fields a child and a status are read by, for the fuzz target's objects.
+const CHILD_KEYS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "namespace",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "uid",
+    "controller",
+    "spec",
+    "status",
+    "generateName",
+    "finalizers",
+];
+
+/// A guest's answer as the host receives it: each child and the status a JSON text, or any text.
+fn response() -> impl proptest::strategy::Strategy<Value = crate::guest::Response> {
+    use proptest::prelude::*;
+    let document = prop_oneof![
+        3 => crate::fuzz::object(CHILD_KEYS).prop_map(|v| v.to_string()),
+        1 => crate::fuzz::text("{}\\[\\]\":,a-z0-9 "),
+    ];
+    (
+        proptest::collection::vec(document.clone(), 0..6),
+        proptest::option::of(document),
+        proptest::option::of(any::<u32>()),
+        any::<bool>(),
+    )
+        .prop_map(|(children, status, requeue_after_seconds, finalized)| {
+            crate::guest::Response {
+                children,
+                status,
+                requeue_after_seconds,
+                finalized,
+            }
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(crate::fuzz::config())]
+
+    /// Any answer is parsed or refused with a reason, and every child that passes the rules is of an
+    /// allowed kind, in the parent's namespace, with a valid name.
+    #[test]
+    fn fuzz_guest_answers_are_parsed_and_checked_or_refused(response in response()) {
+        let config = crate::guest::RuntimeConfig::default();
+        let Ok(answer) = crate::guest::parse_answer(response, &config) else {
+            return Ok(());
+        };
+        let allowed: Vec<Gvk> = vec!["apps/v1/Deployment".parse().unwrap(), "v1/ConfigMap".parse().unwrap()];
+        let rules = Rules::new(Some(allowed.clone()));
+        if let Ok(children) = validate(&answer, "team-a", &rules) {
+            for child in children {
+                proptest::prop_assert!(allowed.contains(&child.kind));
+                proptest::prop_assert_eq!(child.namespace(), "team-a");
+                proptest::prop_assert!(check_name(&child.name).is_ok());
+            }
+        }
+    }
+}

@@ -431,3 +431,83 @@ fn a_review_of_another_group_is_refused_without_calling_the_converter() {
     assert!(refused.response.unwrap().result.is_failure());
     assert!(!called.load(std::sync::atomic::Ordering::Relaxed));
 }
+
+/// The fields a converted object is checked by, for the fuzz target's objects.
+const OBJECT_KEYS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "namespace",
+    "uid",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "spec",
+    "status",
+    "size",
+    "count",
+    "example.com/kept",
+];
+
+/// Objects of a review: fuzzed, most with the identity a stored object has.
+fn review_objects() -> impl proptest::strategy::Strategy<Value = Vec<Value>> {
+    use proptest::prelude::*;
+    let object = (
+        crate::fuzz::object(OBJECT_KEYS),
+        any::<bool>(),
+        "[a-c]{1,2}",
+    )
+        .prop_map(|(mut object, stored, name)| {
+            if stored {
+                object["apiVersion"] = json!("example.com/v1");
+                object["kind"] = json!("Widget");
+                object["metadata"] =
+                    json!({"name": name, "namespace": "ns", "uid": format!("uid-{name}")});
+            }
+            object
+        });
+    proptest::collection::vec(object, 0..4)
+}
+
+proptest::proptest! {
+    #![proptest_config(crate::fuzz::config())]
+
+    /// Any review, answered by a converter that changes the objects in any way, is answered: a
+    /// success holds each object in the desired version with its identity unchanged, in order.
+    #[test]
+    fn fuzz_conversion_reviews_are_answered_and_a_success_keeps_identities(
+        objects in review_objects(),
+        to in proptest::prop_oneof![
+            proptest::strategy::Just("example.com/v2".to_string()),
+            crate::fuzz::text("a-z./0-9"),
+        ],
+        change in crate::fuzz::object(OBJECT_KEYS),
+    ) {
+        let mut sent = review(objects.clone());
+        sent.request.as_mut().unwrap().desired_api_version = to.clone();
+        let convert = move |object: &Value, to: &str| -> Result<Value, String> {
+            let mut converted = object.clone();
+            let fields = converted.as_object_mut().ok_or("not an object")?;
+            fields.insert("apiVersion".into(), json!(to));
+            for (key, value) in change.as_object().into_iter().flatten() {
+                fields.insert(key.clone(), value.clone());
+            }
+            Ok(converted)
+        };
+        let (answered, outcome) = answer(sent, GROUP, &convert);
+        let response = answered.response.expect("a review with a request gets a response");
+        if outcome == SUCCESS {
+            proptest::prop_assert_eq!(response.converted_objects.len(), objects.len());
+            for (before, after) in objects.iter().zip(&response.converted_objects) {
+                proptest::prop_assert_eq!(&after["apiVersion"], &json!(to));
+                for field in ["/kind", "/metadata/name", "/metadata/namespace", "/metadata/uid"] {
+                    proptest::prop_assert_eq!(before.pointer(field), after.pointer(field));
+                }
+            }
+        } else {
+            proptest::prop_assert!(response.result.is_failure());
+        }
+    }
+}

@@ -157,7 +157,11 @@ fn last_words(stderr: &str) -> String {
     }
 }
 
-fn parse_answer(response: Response, config: &RuntimeConfig) -> Result<Answer, GuestError> {
+/// The guest's answer as the host uses it: sizes within the limits, every child and the status JSON.
+pub(crate) fn parse_answer(
+    response: Response,
+    config: &RuntimeConfig,
+) -> Result<Answer, GuestError> {
     let status_size = response.status.as_ref().map_or(0, String::len);
     let size = response.children.iter().map(String::len).sum::<usize>() + status_size;
     if size > config.max_output_bytes {

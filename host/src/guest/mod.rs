@@ -25,6 +25,8 @@ pub use bindings::{Request, Response, Selector, WORLDS};
 pub use budget::MemoryBudget;
 pub use call::Answer;
 pub(crate) use call::json_kind;
+#[cfg(test)]
+pub(crate) use call::parse_answer;
 pub use compile::{COMPILE_COMMAND, ChildCompiler, Compiler, compile_stdin_to_stdout};
 pub use config::RuntimeConfig;
 pub use engine::Runtime;

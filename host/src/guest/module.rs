@@ -148,3 +148,47 @@ fn describe_world(component: &Component, engine: &wasmtime::Engine) -> String {
         exports.join(", ")
     )
 }
+
+#[cfg(test)]
+mod fuzz_tests {
+    use std::sync::OnceLock;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::guest::RuntimeConfig;
+
+    fn runtime() -> &'static Arc<Runtime> {
+        static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
+        RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default().max_instances(2)).unwrap())
+    }
+
+    /// Bytes a module source may hand on: anything, or the wasm magic with a component's or a core
+    /// module's header and anything after it, so that the compiler's own checks are reached.
+    fn module_bytes() -> impl Strategy<Value = Vec<u8>> {
+        let tail = proptest::collection::vec(any::<u8>(), 0..512);
+        prop_oneof![
+            tail.clone(),
+            (tail, any::<bool>()).prop_map(|(tail, component)| {
+                let layer: &[u8] = if component {
+                    &[0x0d, 0x00, 0x01, 0x00]
+                } else {
+                    &[1, 0, 0, 0]
+                };
+                [b"\0asm".as_slice(), layer, &tail].concat()
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Any bytes are a module or a refusal with a reason; the host never panics on them.
+        #[test]
+        fn fuzz_module_bytes_load_or_are_refused(bytes in module_bytes()) {
+            if let Err(error) = Module::load(runtime(), &bytes) {
+                prop_assert!(!error.to_string().is_empty());
+            }
+        }
+    }
+}

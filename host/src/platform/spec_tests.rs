@@ -419,3 +419,77 @@ fn only_a_cluster_reconciler_converts_its_crd_with_the_secret_beside_its_account
     let without = Definition::read(&object(Some("team-a"), myapp_spec())).unwrap();
     assert_eq!(without.conversion_secret, None);
 }
+
+/// The fields a Reconciler's spec is read by, for the fuzz target's objects.
+const SPEC_KEYS: &[&str] = &[
+    "parent",
+    "children",
+    "related",
+    "module",
+    "shadowModule",
+    "serviceAccountName",
+    "serviceAccount",
+    "finalizer",
+    "concurrency",
+    "limits",
+    "reuseInstanceCalls",
+    "paused",
+    "childNamespaces",
+    "childNamespaceSelector",
+    "parentSelector",
+    "namespaceSelector",
+    "conversion",
+    "apiVersion",
+    "kind",
+    "configMap",
+    "oci",
+    "name",
+    "namespace",
+    "key",
+    "reference",
+    "pullSecretName",
+    "pullSecret",
+    "updateStrategy",
+    "method",
+    "statusChecks",
+    "conditions",
+    "type",
+    "status",
+    "reason",
+    "progressDeadlineSeconds",
+    "deadlineMs",
+    "memoryMiB",
+    "maxOutputKiB",
+    "certificateSecret",
+];
+
+proptest::proptest! {
+    #![proptest_config(crate::fuzz::config())]
+
+    /// Any spec is read or refused with a reason, and a namespaced Reconciler that is read never
+    /// reaches outside its namespace.
+    #[test]
+    fn fuzz_reconciler_specs_are_read_or_refused(
+        fields in crate::fuzz::object(SPEC_KEYS),
+        on_a_valid_spec in proptest::prelude::any::<bool>(),
+        namespaced in proptest::prelude::any::<bool>(),
+    ) {
+        // Half the cases change some fields of a spec that reads, so that they get past the
+        // required fields to the rules.
+        let mut spec = if on_a_valid_spec { myapp_spec() } else { json!({}) };
+        for (key, value) in fields.as_object().into_iter().flatten() {
+            spec[key] = value.clone();
+        }
+        let own = namespaced.then_some("team-a");
+        match Definition::read(&object(own, spec)) {
+            Ok(definition) => {
+                proptest::prop_assert_eq!(definition.settings.namespace.as_deref(), own);
+                if namespaced {
+                    proptest::prop_assert!(definition.user.starts_with("system:serviceaccount:team-a:"));
+                    proptest::prop_assert!(definition.conversion_secret.is_none());
+                }
+            }
+            Err(error) => proptest::prop_assert!(!error.to_string().is_empty()),
+        }
+    }
+}

@@ -355,3 +355,83 @@ mod tests {
         assert_eq!(select(&twice, |_| objects.iter().collect()).len(), 1);
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A module's selectors: kinds and namespaces mostly of the few that matter, anything else too.
+    fn selectors() -> impl Strategy<Value = Vec<Selector>> {
+        let word = |known: &'static [&'static str]| {
+            prop_oneof![
+                3 => proptest::sample::select(known).prop_map(str::to_string),
+                1 => crate::fuzz::text("a-zA-Z0-9./-"),
+            ]
+        };
+        let selector = (
+            word(&["v1", "apps/v1", "example.com/v1", ""]),
+            word(&["ConfigMap", "Secret", "Deployment", ""]),
+            proptest::option::of(word(&["team-a", "team-b", "kube-system", ""])),
+            proptest::collection::vec(crate::fuzz::text("a-z0-9.-"), 0..3),
+            proptest::option::of(crate::fuzz::text("a-z0-9=!,()./ _-")),
+        )
+            .prop_map(
+                |(api_version, kind, namespace, names, label_selector)| Selector {
+                    api_version,
+                    kind,
+                    namespace,
+                    names,
+                    label_selector,
+                },
+            );
+        proptest::collection::vec(selector, 0..4)
+    }
+
+    /// Where a parent's children (and so its reads) may go: its namespace, itself, or a list.
+    fn placement() -> impl Strategy<Value = Placement> {
+        prop_oneof![
+            Just(Placement::ParentNamespace("team-a".into())),
+            Just(Placement::ParentItself("team-a".into())),
+            Just(Placement::Allowed {
+                namespaces: BTreeSet::from(["team-a".to_string(), "team-b".to_string()]),
+                rule: "--child-namespace team-a, team-b".into(),
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Any selectors are checked or refused with a reason; what passes reads an allowed kind, and
+        /// only where the parent's children may go.
+        #[test]
+        fn fuzz_related_selectors_are_checked_or_refused(
+            selectors in selectors(),
+            placement in placement(),
+        ) {
+            let allowed: Vec<Gvk> = vec!["v1/ConfigMap".parse().unwrap()];
+            match check(&selectors, &placement, Some(&allowed)) {
+                Ok(checked) => {
+                    prop_assert_eq!(checked.len(), selectors.len());
+                    for selector in checked {
+                        prop_assert!(allowed.contains(&selector.kind));
+                        let may_go = match &placement {
+                            Placement::ParentNamespace(ns) | Placement::ParentItself(ns) => {
+                                selector.namespace == *ns
+                            }
+                            Placement::Allowed { namespaces, .. } => {
+                                namespaces.contains(&selector.namespace)
+                            }
+                        };
+                        prop_assert!(may_go, "{} read outside {placement:?}", selector.namespace);
+                    }
+                }
+                Err(error) => prop_assert!(!error.to_string().is_empty()),
+            }
+        }
+    }
+}

@@ -163,3 +163,51 @@ mod tests {
         assert!("logic".parse::<ConfigMapRef>().is_err());
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests {
+    use std::collections::BTreeMap;
+    use std::io::Write;
+
+    use k8s_openapi::ByteString;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A module's bytes as a ConfigMap may hold them: anything, a gzip stream of anything, a gzip
+    /// stream cut short, or a gzip header on garbage.
+    fn module_bytes() -> impl Strategy<Value = Vec<u8>> {
+        let raw = proptest::collection::vec(any::<u8>(), 0..256);
+        prop_oneof![
+            raw.clone(),
+            (raw, any::<u8>()).prop_map(|(bytes, cut)| {
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(&bytes).unwrap();
+                let mut gzipped = gz.finish().unwrap();
+                if cut % 3 == 0 {
+                    gzipped.truncate(gzipped.len() * usize::from(cut) / 256);
+                }
+                gzipped
+            }),
+            proptest::collection::vec(any::<u8>(), 0..64)
+                .prop_map(|tail| { [&[0x1f, 0x8b][..], &tail].concat() }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Any binaryData gives the module's bytes, at most the allowed size, or a refusal.
+        #[test]
+        fn fuzz_configmap_module_bytes_are_read_or_refused(bytes in module_bytes()) {
+            let object = ConfigMap {
+                binary_data: Some(BTreeMap::from([("m.wasm".to_string(), ByteString(bytes))])),
+                ..ConfigMap::default()
+            };
+            let cm = ConfigMapRef { namespace: "ns".into(), name: "logic".into(), key: None };
+            if let Ok(module) = extract(&object, &cm) {
+                prop_assert!(module.len() as u64 <= MAX_MODULE_BYTES);
+            }
+        }
+    }
+}

@@ -335,3 +335,71 @@ mod tests {
         assert!(err(&[huge]).contains("more than"));
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests {
+    use oci_client::manifest::OciImageManifest;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+
+    /// The fields of an image manifest, for the fuzz target's objects.
+    const MANIFEST_KEYS: &[&str] = &[
+        "schemaVersion",
+        "mediaType",
+        "config",
+        "layers",
+        "digest",
+        "size",
+        "annotations",
+        "urls",
+        "artifactType",
+    ];
+
+    /// A manifest's layer list: mostly of the media types that matter, with any size.
+    fn layers() -> impl Strategy<Value = Vec<Value>> {
+        let media_type = prop_oneof![
+            Just(WASM_LAYER_MEDIA_TYPE.to_string()),
+            Just(LEGACY_WASM_LAYER_MEDIA_TYPE.to_string()),
+            crate::fuzz::text("a-z./+-"),
+        ];
+        let layer = (media_type, any::<i64>(), crate::fuzz::text("a-f0-9:sha"))
+            .prop_map(|(media_type, size, digest)| {
+                serde_json::json!({"mediaType": media_type, "size": size, "digest": digest})
+            });
+        proptest::collection::vec(layer, 0..4)
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Any manifest the client parses gives one bounded wasm layer or a clear refusal: the host
+        /// never sizes a download by a size it did not bound.
+        #[test]
+        fn fuzz_manifests_give_one_bounded_wasm_layer_or_refuse(
+            mut manifest in crate::fuzz::object(MANIFEST_KEYS),
+            layers in layers(),
+            structured in any::<bool>(),
+        ) {
+            if structured {
+                manifest["schemaVersion"] = 2.into();
+                manifest["config"] = serde_json::json!({
+                    "mediaType": crate::source::oci::WASM_CONFIG_MEDIA_TYPE,
+                    "digest": "sha256:00", "size": 2,
+                });
+                manifest["layers"] = Value::Array(layers);
+            }
+            let Ok(manifest) = serde_json::from_value::<OciImageManifest>(manifest) else {
+                return Ok(());
+            };
+            let reference: OciReference = "oci://r.io/m:v1".parse().unwrap();
+            if let Ok(layer) = wasm_layer(&reference, &manifest.layers) {
+                prop_assert!(layer.size >= 0 && layer.size as u64 <= MAX_MODULE_BYTES);
+                prop_assert!(
+                    [WASM_LAYER_MEDIA_TYPE, LEGACY_WASM_LAYER_MEDIA_TYPE].contains(&&*layer.media_type)
+                );
+            }
+        }
+    }
+}
