@@ -31,6 +31,7 @@ mod fuzz;
 pub mod guest;
 pub mod identity;
 pub mod kind;
+pub mod lease;
 pub mod memory;
 pub mod migrate;
 pub mod names;

@@ -9,7 +9,8 @@ use super::{
 use crate::controller::Settings;
 use crate::identity::{Identity, LEASE_PREFIX};
 use crate::kind::Gvk;
-use crate::reconciler::{RunOptions, leader};
+use crate::lease;
+use crate::reconciler::RunOptions;
 use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
 
 #[derive(Debug, Args)]
@@ -128,10 +129,10 @@ impl RunArgs {
             (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
             (None, None) => None,
         };
-        let election = self.host.leader_election.then(|| leader::Election {
-            namespace: (self.leader_election_namespace.clone()).unwrap_or_else(leader::namespace),
+        let election = self.host.leader_election.then(|| lease::Election {
+            namespace: (self.leader_election_namespace.clone()).unwrap_or_else(lease::namespace),
             lease: self.lease(&settings.identity),
-            identity: leader::identity(),
+            identity: lease::identity(),
         });
         RunOptions {
             settings,

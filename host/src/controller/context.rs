@@ -28,6 +28,7 @@ use super::observe::selection::Selection;
 use super::settings::Settings;
 use crate::guest::Module;
 use crate::identity::{Identity, MANAGER};
+use crate::lease::Fence;
 use crate::strategy::KindStrategy;
 use crate::telemetry::{Metrics, Recorder};
 use crate::validate::{Child, Placement, Rules};
@@ -72,6 +73,8 @@ pub struct Context {
     pub identity: Identity,
     /// The update strategies of its child kinds (those not listed: `InPlace`).
     pub updates: Vec<KindStrategy>,
+    /// Whether this replica may write now: a reconcile starts only while it admits (`reconcile`).
+    pub fence: Fence,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `parents` and the children's caches
@@ -157,6 +160,7 @@ impl Context {
             selection: settings.selection.clone(),
             identity: settings.identity.clone(),
             updates: settings.updates.clone(),
+            fence: Fence::open(),
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),

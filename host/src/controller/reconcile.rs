@@ -21,9 +21,20 @@ pub async fn reconcile(
     parent: Arc<DynamicObject>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
+    // A standby (or a leader past its renew deadline) holds its reconciles: the leader runs them, and
+    // this replica runs them all once it leads (`reconciler::builder`).
+    if !ctx.fence.admits_writes() {
+        return Ok(Action::await_change());
+    }
     let key = parent_key(&parent);
     let _timer = ctx.metrics.reconcile_started();
     let result = reconcile_inner(&parent, &key, &ctx).await;
+    if result.is_err() && !ctx.fence.admits_writes() {
+        // The Lease was lost during the reconcile and its writes refused: not the parent's failure,
+        // and nothing to report with writes that would be refused too.
+        tracing::debug!(parent = %key, "reconcile cut short: this replica stepped down");
+        return Ok(Action::await_change());
+    }
     ctx.metrics.reconcile_finished(match &result {
         Ok(action) if action == &Action::await_change() => "success",
         Ok(_) => "requeue_after",

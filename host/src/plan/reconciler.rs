@@ -105,10 +105,11 @@ pub async fn plan_as(
         .with_limits(definition.runtime_config(host.config()))
         .map_err(|e| limits(format!("{e:#}")))?;
     let user = definition.user.clone();
-    let client = impersonating(config, &user).map_err(|source| ReconcilerError::Impersonate {
-        user: user.clone(),
-        source,
-    })?;
+    let client =
+        impersonating(config, &user, None).map_err(|source| ReconcilerError::Impersonate {
+            user: user.clone(),
+            source,
+        })?;
     Ok(Planned {
         settings: Settings {
             adopt_orphans,

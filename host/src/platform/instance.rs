@@ -17,6 +17,7 @@ use super::status::{Report, StatusWriter};
 use crate::controller::{Context, Settings};
 use crate::conversion::{RouteSettings, Routes, SecretRef, ServedRoute};
 use crate::guest::{Runtime, RuntimeConfig};
+use crate::lease::{self, Fence};
 use crate::reconciler::{Blocked, ReconcilerBuilder, Startup, Waiting, serve_conversion_route};
 use crate::source::oci::OciSettings;
 use crate::source::{ModuleProblem, ModuleSource};
@@ -47,9 +48,9 @@ pub struct Shared {
     /// How `oci://` modules are reached and polled (`--oci-plain-http`, `--oci-ca-file`,
     /// `--oci-poll-interval`).
     pub oci: OciSettings,
-    /// Whether this replica leads: every replica builds each reconciler and serves its conversion;
-    /// only the leader runs controllers and writes status.
-    pub leading: watch::Receiver<bool>,
+    /// Whether this replica may write: every replica runs each reconciler (caches, conversion);
+    /// only the one that holds the Lease reconciles and writes status.
+    pub fence: Fence,
     /// The shared conversion webhook port's routes (`--conversion-webhook-addr`), if it has one.
     pub routes: Option<Arc<Routes>>,
 }
@@ -57,12 +58,17 @@ pub struct Shared {
 /// A client on `config`'s connection that makes every call as `user`: the API server's RBAC then
 /// bounds the reconciler exactly as it would its ServiceAccount. Only the user is impersonated: the API
 /// server adds a ServiceAccount's groups itself, and the host needs no right to impersonate groups.
-/// `serve` runs each reconciler through one; `plan --reconciler` plans through one.
-pub fn impersonating(config: &kube::Config, user: &str) -> kube::Result<Client> {
+/// `serve` runs each reconciler through one (its writes past `fence`); `plan --reconciler` plans
+/// through one.
+pub fn impersonating(
+    config: &kube::Config,
+    user: &str,
+    fence: Option<&Fence>,
+) -> kube::Result<Client> {
     let mut config = config.clone();
     config.auth_info.impersonate = Some(user.to_string());
     config.auth_info.impersonate_groups = None;
-    Client::try_from(config)
+    lease::connect(config, fence)
 }
 
 /// A started reconciler: its definition (a changed one means a restart) and its task.
@@ -83,7 +89,7 @@ impl Instance {
             status: StatusWriter::new(
                 shared.client.clone(),
                 shared.recorder.clone(),
-                shared.leading.clone(),
+                shared.fence.clone(),
                 key.clone(),
             ),
             shared,
@@ -167,8 +173,13 @@ impl Run {
                     .await;
             }
         };
-        let client = match impersonating(&self.shared.config, &self.definition.user) {
-            Ok(client) => client,
+        // Two clients as the reconciler: its reconciles write through the fenced one; its module
+        // source and conversion route (whose caBundle every replica keeps) through the other.
+        let user = &self.definition.user;
+        let clients = impersonating(&self.shared.config, user, Some(&self.shared.fence))
+            .and_then(|fenced| Ok((fenced, impersonating(&self.shared.config, user, None)?)));
+        let (client, unfenced) = match clients {
+            Ok(clients) => clients,
             Err(e) => {
                 return self
                     .report(Report::not_ready("InvalidSpec", e.to_string()))
@@ -180,13 +191,14 @@ impl Run {
             adopt_orphans: self.shared.adopt_orphans,
             ..self.definition.settings.clone()
         };
-        let module = self.module_source(&self.definition.module, &client);
+        let module = self.module_source(&self.definition.module, &unfenced);
         let shadow = (self.definition.shadow_module.as_ref())
-            .map(|shadow| self.module_source(shadow, &client));
+            .map(|shadow| self.module_source(shadow, &unfenced));
         let builder =
             ReconcilerBuilder::new(settings, client, runtime, self.metrics.clone(), module)
                 .events_as(self.shared.client.clone())
-                .shadow(shadow);
+                .shadow(shadow)
+                .fence(self.shared.fence.clone());
         let reconciler = match builder.build(&mut ReportOnStatus(self)).await {
             Ok(reconciler) => reconciler,
             Err(blocked) => {
@@ -198,18 +210,14 @@ impl Run {
 
         let ctx = reconciler.context().clone();
         let _route = match self.definition.conversion_secret.clone() {
-            Some(secret) => match self.conversion_route(&ctx, &secret).await {
+            Some(secret) => match self.conversion_route(&ctx, &unfenced, &secret).await {
                 Some(route) => Some(route),
                 None => return,
             },
             None => None,
         };
-        // Every replica gets this far (a standby serves the conversions too); only the leader runs
-        // the controller.
-        let mut leading = self.shared.leading.clone();
-        if leading.wait_for(|leads| *leads).await.is_err() {
-            return;
-        }
+        // Every replica runs the controller (a standby's caches stay warm, its reconciles held until
+        // it leads) and serves the conversions.
         self.driving.store(true, Ordering::Relaxed);
         let synced = Arc::new(AtomicBool::new(false));
         let on_synced = synced.clone();
@@ -236,6 +244,7 @@ impl Run {
     async fn conversion_route(
         &mut self,
         ctx: &Arc<Context>,
+        client: &Client,
         secret: &SecretRef,
     ) -> Option<ServedRoute> {
         let Some(routes) = self.shared.routes.clone() else {
@@ -251,7 +260,7 @@ impl Run {
             secret: secret.clone(),
         };
         loop {
-            match serve_conversion_route(&routes, &settings, ctx).await {
+            match serve_conversion_route(&routes, &settings, client.clone(), ctx).await {
                 Ok(route) => return Some(route),
                 Err(e) => {
                     tracing::warn!(reconciler = %self.key, error = %format!("{e:#}"), "cannot serve the conversion webhook yet");

@@ -106,8 +106,8 @@ impl Manager {
         }
         let shared = &self.shared;
         let writer = self.idle.entry(key.clone()).or_insert_with(|| {
-            let leading = shared.leading.clone();
-            StatusWriter::new(shared.client.clone(), shared.recorder.clone(), leading, key)
+            let fence = shared.fence.clone();
+            StatusWriter::new(shared.client.clone(), shared.recorder.clone(), fence, key)
         });
         writer.write(object, report).await;
     }

@@ -4,8 +4,8 @@
 //! metrics and status. `spec` reads the objects (`module_ref` their module sources, ConfigMap or
 //! registry), `manager` starts and stops reconcilers as they change, `instance` runs one, `status`
 //! reports on it. Every replica builds every reconciler and serves its CRD's conversion (a
-//! ClusterReconciler's `spec.conversion`, one route each on a shared port); only the leader runs their
-//! controllers and writes their status. `controller/` stays the one-reconciler machinery.
+//! ClusterReconciler's `spec.conversion`, one route each on a shared port) and runs their controllers;
+//! only the one that holds the Lease reconciles and writes status (`crate::lease`). `controller/` stays the one-reconciler machinery.
 
 mod instance;
 mod manager;
@@ -25,7 +25,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 use crate::conversion::{self, Routes};
 use crate::guest::{Runtime, RuntimeConfig};
-use crate::reconciler::{leader, shutdown_signal};
+use crate::lease::{self, Election, Leadership};
+use crate::reconciler::shutdown_signal;
 use crate::source::oci::OciSettings;
 use crate::telemetry::{Health, Metrics, Recorder, serve as serve_http};
 use instance::Shared;
@@ -76,15 +77,15 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
     let defaults = options.runtime.max_instances(options.max_guest_instances);
     let runtime = Runtime::new(defaults.clone())?;
     let config = kube::Config::infer().await?;
-    let client = kube::Client::try_from(config.clone())?;
-    let election = options.leader_election.then(|| leader::Election {
-        namespace: leader::namespace(),
+    let election = options.leader_election.then(|| Election {
+        namespace: lease::namespace(),
         lease: "reconcile-host-platform".into(),
-        identity: leader::identity(),
+        identity: lease::identity(),
     });
-    // Every replica follows the reconcilers and serves their conversions (the API server calls any
-    // replica behind a Service); only the leader runs their controllers and writes their status.
-    let leading = leader::lead_in_background(election, client.clone(), &metrics);
+    // Every replica follows the reconcilers, runs their controllers and serves their conversions (the
+    // API server calls any replica behind a Service); only the Lease's holder reconciles and writes.
+    let leadership = Leadership::start(election, lease::connect(config.clone(), None)?, &metrics);
+    let client = lease::connect(config.clone(), Some(leadership.fence()))?;
     let routes = match options.conversion_addr {
         Some(addr) => {
             let routes = Arc::new(Routes::default());
@@ -104,7 +105,7 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
         resync_period: options.resync_period,
         adopt_orphans: options.adopt_orphans,
         oci: options.oci,
-        leading,
+        fence: leadership.fence().clone(),
         routes,
     });
 
@@ -151,5 +152,6 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
     }
     tracing::info!("shutting down every reconciler");
     manager.stop_all().await;
+    leadership.release().await;
     Ok(())
 }

@@ -8,9 +8,9 @@ use kube::core::DynamicObject;
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Client, Resource};
 use serde_json::json;
-use tokio::sync::watch;
 
 use super::spec::Key;
+use crate::lease::Fence;
 use crate::telemetry::Recorder;
 use crate::text::truncate;
 
@@ -42,23 +42,18 @@ impl Report {
 }
 
 /// Writes one reconciler's status; remembers what it wrote to keep transition times and skip no-ops.
-/// Only while this replica leads: a standby follows the same reconcilers (for their conversions) and
-/// must not contradict the leader's word on them.
+/// Only while this replica leads: a standby follows the same reconcilers and must not contradict the
+/// leader's word on them (its client would refuse the write anyway: this spares the attempt).
 pub struct StatusWriter {
     api: Api<DynamicObject>,
     recorder: Recorder,
     key: Key,
-    leading: watch::Receiver<bool>,
+    fence: Fence,
     last: Option<(Report, i64, Time)>,
 }
 
 impl StatusWriter {
-    pub fn new(
-        client: Client,
-        recorder: Recorder,
-        leading: watch::Receiver<bool>,
-        key: Key,
-    ) -> StatusWriter {
+    pub fn new(client: Client, recorder: Recorder, fence: Fence, key: Key) -> StatusWriter {
         let resource = key.scope().resource();
         let api = match &key.namespace {
             Some(namespace) => Api::namespaced_with(client, namespace, &resource),
@@ -68,14 +63,14 @@ impl StatusWriter {
             api,
             recorder,
             key,
-            leading,
+            fence,
             last: None,
         }
     }
 
     /// Writes `report` for the object at `generation` unless that is what the status already says.
     pub async fn write(&mut self, object: &DynamicObject, report: Report) {
-        if !*self.leading.borrow() {
+        if !self.fence.admits_writes() {
             return;
         }
         let generation = object.metadata.generation.unwrap_or_default();

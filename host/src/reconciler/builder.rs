@@ -20,6 +20,7 @@ use super::driver::drive;
 use super::follow::{Slot, follow};
 use crate::controller::{Context, DiscoveryError, Settings};
 use crate::guest::{Module, Runtime};
+use crate::lease::Fence;
 use crate::source::{ModuleProblem, ModuleSource, load};
 use crate::telemetry::Metrics;
 
@@ -102,6 +103,7 @@ pub struct ReconcilerBuilder {
     metrics: Metrics,
     module: ModuleSource,
     shadow: Option<ModuleSource>,
+    fence: Fence,
 }
 
 impl ReconcilerBuilder {
@@ -122,7 +124,16 @@ impl ReconcilerBuilder {
             metrics,
             module,
             shadow: None,
+            fence: Fence::open(),
         }
+    }
+
+    /// Reconciles only while `fence` admits writes (the replica holds its Lease), and every parent
+    /// when it opens; by default always. The clients' own fence refuses the writes; this one spares a
+    /// standby the guest calls whose writes would be refused.
+    pub fn fence(mut self, fence: Fence) -> Self {
+        self.fence = fence;
+        self
     }
 
     /// Events go out as the host itself (`serve`: a reconciler's ServiceAccount may not publish them).
@@ -163,6 +174,8 @@ impl ReconcilerBuilder {
 
         let (reconcile_all, reconcile_all_rx) = mpsc::unbounded();
         let mut follows = Follows(Vec::new());
+        let leads = reconcile_all_on_leading(self.fence.clone(), reconcile_all.clone());
+        follows.0.push(tokio::spawn(leads));
         if let Some(shadow) = self.shadow {
             let updates = shadow.updates(Some(self.client.clone()));
             let (ctx, runtime, reconcile_all) =
@@ -202,7 +215,10 @@ impl ReconcilerBuilder {
             )
             .await;
             let blocked = match discovered {
-                Ok(ctx) => return Ok(Arc::new(ctx)),
+                Ok(mut ctx) => {
+                    ctx.fence = self.fence.clone();
+                    return Ok(Arc::new(ctx));
+                }
                 Err(e) => Blocked::Discovery(e),
             };
             if !(blocked.may_pass() && startup.blocked(&blocked).await) {
@@ -213,7 +229,22 @@ impl ReconcilerBuilder {
     }
 }
 
-/// The tasks that follow a reconciler's module sources: they end with it, in `run` as in `serve`.
+/// Sends on `reconcile_all` each time this replica starts to lead: a standby held every reconcile,
+/// so the new leader runs them all.
+async fn reconcile_all_on_leading(fence: Fence, reconcile_all: mpsc::UnboundedSender<()>) {
+    let mut leading = fence.leading();
+    let mut led = *leading.borrow_and_update();
+    while leading.changed().await.is_ok() {
+        let leads = *leading.borrow_and_update();
+        if leads && !led && reconcile_all.unbounded_send(()).is_err() {
+            return;
+        }
+        led = leads;
+    }
+}
+
+/// The tasks that follow a reconciler's module sources and its leadership: they end with it, in
+/// `run` as in `serve`.
 struct Follows(Vec<JoinHandle<()>>);
 
 impl Drop for Follows {

@@ -1,13 +1,13 @@
 //! A running reconciler, assembled once: `builder` makes one from its settings and module source
 //! (for `run` from flags, for `serve` from a `Reconciler` object), `follow` keeps its module (and shadow
 //! module) current, `driver` runs its watches and kube-runtime's Controller over the stages in
-//! `controller`, `leader` elects the replica that reconciles, `webhook` serves the parent CRD's
-//! conversion with the same module, and `run` is the `run` command on top of them.
+//! `controller` (on a standby too, its reconciles held until it leads: see `crate::lease`), `webhook`
+//! serves the parent CRD's conversion with the same module, and `run` is the `run` command on top of
+//! them.
 
 mod builder;
 mod driver;
 mod follow;
-pub mod leader;
 mod run;
 mod webhook;
 

@@ -1,17 +1,16 @@
 //! The `run` command: one reconciler from flags, in this process, with /metrics and health, the parent
-//! CRD's conversion webhook and, with several replicas, a leader election.
+//! CRD's conversion webhook and, with several replicas, a leader election (`crate::lease`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use kube::Client;
-
 use super::builder::{GiveUp, ReconcilerBuilder};
 use super::driver::shutdown_signal;
-use super::{leader, webhook};
+use super::webhook;
 use crate::controller::Settings;
 use crate::conversion::WebhookSettings;
 use crate::guest::{Runtime, RuntimeConfig};
+use crate::lease::{self, Election, Leadership};
 use crate::source::ModuleSource;
 use crate::telemetry::{Health, Metrics, serve};
 
@@ -24,8 +23,8 @@ pub struct RunOptions {
     pub shadow_source: Option<ModuleSource>,
     /// Address of /healthz, /readyz and /metrics.
     pub metrics_addr: SocketAddr,
-    /// The Lease to lead on before reconciling; `None`: reconcile at once.
-    pub election: Option<leader::Election>,
+    /// The Lease to hold while writing; `None`: this process is the only writer.
+    pub election: Option<Election>,
     /// The parent CRD's conversion webhook, served with the active module; `None`: no webhook.
     pub conversion: Option<WebhookSettings>,
     /// The guest runtime's limits; the instance count is sized here, from the concurrency.
@@ -60,26 +59,31 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
     };
     let instances = u32::from(settings.concurrency) * 2 + 4 + conversions;
     let runtime = Runtime::new(runtime.max_instances(instances))?;
-    let client = Client::try_default().await?;
+    let config = kube::Config::infer().await?;
+    // The Lease and the conversion webhook's caBundle are written by every replica; everything the
+    // reconciler writes passes the fence.
+    let unfenced = lease::connect(config.clone(), None)?;
+    let leadership = Leadership::start(election, unfenced.clone(), &metrics);
+    let client = lease::connect(config, Some(leadership.fence()))?;
 
-    // The reconciler (its context and module follows) and the conversion webhook come before the
-    // election: a standby serves conversions too (the API server calls any replica behind the
-    // Service), with the module every replica keeps current. The caches fill and reconciles start
-    // only once leading.
-    let reconciler =
-        ReconcilerBuilder::new(settings, client.clone(), runtime, metrics.clone(), source)
-            .shadow(shadow_source)
-            .build(&mut GiveUp)
-            .await?;
+    // Every replica builds the reconciler, fills its caches and serves the conversion webhook (the
+    // API server calls any replica behind the Service), with the module every replica keeps
+    // current; only the one that holds the Lease reconciles, and it reconciles every parent when it
+    // takes the Lease.
+    let reconciler = ReconcilerBuilder::new(settings, client, runtime, metrics.clone(), source)
+        .shadow(shadow_source)
+        .fence(leadership.fence().clone())
+        .build(&mut GiveUp)
+        .await?;
     if let Some(conversion) = &conversion {
-        webhook::serve_conversion(conversion, client.clone(), reconciler.context()).await?;
+        webhook::serve_conversion(conversion, unfenced, reconciler.context()).await?;
     }
-    leader::lead(election, client, &metrics).await?;
 
     let ready = move || {
         tracing::info!("caches synced; ready");
         health.set_ready();
     };
     reconciler.run(shutdown_signal(), ready).await;
+    leadership.release().await;
     Ok(())
 }

@@ -33,12 +33,13 @@ pub(super) async fn serve_conversion(
 }
 
 /// Adds a ClusterReconciler's route to `serve`'s shared webhook port; served while the result lives.
+/// `client` reads the Secret and keeps the CRD's caBundle, on every replica.
 pub async fn serve_conversion_route(
     routes: &Arc<Routes>,
     settings: &RouteSettings,
+    client: Client,
     ctx: &Arc<Context>,
 ) -> anyhow::Result<ServedRoute> {
-    let client = ctx.client.clone();
     let (converter, observer) = converter_of(ctx, &client, &settings.crd).await;
     let slots = CONVERSION_INSTANCES as usize;
     conversion::start_route(routes, settings, client, converter, observer, slots).await

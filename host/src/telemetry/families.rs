@@ -30,6 +30,12 @@ pub(super) struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct TransitionLabels {
+    /// `acquired` or `lost`.
+    pub(super) transition: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct ModuleLabels {
     pub(super) controller: String,
     pub(super) digest: String,
@@ -69,6 +75,8 @@ pub(super) struct Families {
     pub(super) max_workers: Family<ControllerLabels, Gauge>,
     pub(super) conversions: Family<ResultLabels, Counter>,
     pub(super) leader: Gauge,
+    pub(super) fenced_writes: Counter,
+    pub(super) lease_transitions: Family<TransitionLabels, Counter>,
     /// Each controller's count of failing parents, taken when scraped (see `count_failing_parents`).
     pub(super) failing_counters: Mutex<HashMap<String, FailingCounter>>,
     /// Each controller's active digest, to take its series down when another replaces it.
@@ -101,6 +109,8 @@ impl Families {
             max_workers: Family::default(),
             conversions: Family::default(),
             leader: Gauge::default(),
+            fenced_writes: Counter::default(),
+            lease_transitions: Family::default(),
             failing_counters: Mutex::default(),
             active_digests: Mutex::default(),
         };
@@ -195,6 +205,16 @@ impl Families {
             "reconcile_host_leader",
             "1 while this process may reconcile (it holds the lease, or runs without leader election)",
             f.leader.clone(),
+        );
+        registry.register(
+            "reconcile_host_fenced_writes",
+            "Writes this process refused to send because it did not hold its Lease (a standby, or a leader paused or cut off past its renew deadline)",
+            f.fenced_writes.clone(),
+        );
+        registry.register(
+            "reconcile_host_lease_transitions",
+            "Times this process took its Lease (acquired) or stepped down from it (lost: held by another, or not renewed within the renew deadline)",
+            f.lease_transitions.clone(),
         );
         Families {
             registry,

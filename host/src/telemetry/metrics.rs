@@ -10,6 +10,7 @@ use std::time::Duration;
 pub use super::families::FailingCounter;
 use super::families::{
     ControllerLabels, DigestLabels, Families, ModuleLabels, ReasonLabels, ResultLabels,
+    TransitionLabels,
 };
 
 /// One controller's view of the process's metrics: every figure it records carries its `controller`
@@ -218,6 +219,19 @@ impl Metrics {
     /// Records whether this process may reconcile (leads, or needs no lease).
     pub fn leading(&self, leads: bool) {
         self.families.leader.set(i64::from(leads));
+    }
+
+    /// Counts a Lease taken (`true`) or stepped down from (`false`), and records the new state.
+    pub fn lease_transition(&self, acquired: bool) {
+        let transition = if acquired { "acquired" } else { "lost" };
+        let labels = TransitionLabels { transition };
+        self.families.lease_transitions.get_or_create(&labels).inc();
+        self.leading(acquired);
+    }
+
+    /// Counts a write the fence refused to send.
+    pub fn write_fenced(&self) {
+        self.families.fenced_writes.inc();
     }
 
     /// The OpenMetrics text of every metric of every controller.

@@ -140,6 +140,22 @@ impl HostProcess {
         let _ = self.child.wait();
     }
 
+    /// Stops the process where it is (SIGSTOP: a long GC pause, a VM stall), until `resume`.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Lets a paused process go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the pid is its own.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "signal {signal}");
+    }
+
     /// The address of /healthz, /readyz and /metrics, from the host's start-up log line.
     pub fn metrics_addr(&self) -> Option<String> {
         let log = self.log();

@@ -11,7 +11,9 @@ use std::sync::OnceLock;
 use serde_json::{Value, json};
 
 use super::guests::repo_root;
+use super::host::HostProcess;
 use super::http;
+use super::myapp::wait_for;
 
 /// Directory of promtool, dashcheck and `crds/`: `RECONCILE_HOST_MONITORING_BIN` (as `make test` sets
 /// it), or else what the build script prints.
@@ -83,6 +85,20 @@ pub fn job() -> String {
         .as_str()
         .unwrap()
         .to_string()
+}
+
+/// The first scrape of `host` for which `ready` holds (panics after the common timeout, with `what`).
+pub async fn scrape_when(
+    host: &HostProcess,
+    what: &str,
+    ready: impl Fn(&Scrape) -> bool,
+) -> Scrape {
+    wait_for(what, || {
+        let scrape = host.metrics_addr().map(|addr| Scrape::of(&addr));
+        let scrape = scrape.filter(&ready);
+        async move { scrape }
+    })
+    .await
 }
 
 /// One scrape of a host: each sample line with its family's type, or nothing if the host did not

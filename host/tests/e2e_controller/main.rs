@@ -5,6 +5,7 @@
 mod common;
 
 mod decorator;
+mod fenced_leader;
 mod guest_memory;
 mod hotswap;
 mod myapp;

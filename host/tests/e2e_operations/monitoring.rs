@@ -166,15 +166,6 @@ fn labels(pairs: &[(&'static str, &str)]) -> BTreeMap<&'static str, String> {
     pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
 }
 
-async fn scrape_when(host: &HostProcess, what: &str, ready: impl Fn(&Scrape) -> bool) -> Scrape {
-    wait_for(what, || {
-        let scrape = host.metrics_addr().map(|addr| Scrape::of(&addr));
-        let scrape = scrape.filter(&ready);
-        async move { scrape }
-    })
-    .await
-}
-
 #[tokio::test]
 async fn each_alert_fires_on_the_metrics_of_a_host_in_its_state_and_none_on_a_healthy_one() {
     let cluster = TestCluster::shared();

@@ -106,6 +106,7 @@ impl TestCluster {
             kubeconfig_for("scheduler", "system:kube-scheduler", &pki.scheduler)?;
         let kwok_config = layout.kwok_config_path();
         std::fs::write(&kwok_config, components::KWOK_STAGES)?;
+        std::fs::write(layout.audit_policy_path(), components::AUDIT_POLICY)?;
 
         let etcd_args = layout.etcd();
         let apiserver_args = layout.apiserver();

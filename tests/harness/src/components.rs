@@ -81,7 +81,22 @@ impl Layout<'_> {
             // and nothing in the tests dials the API server through the Service.
             "--endpoint-reconciler-type=none".into(),
             "--profiling=false".into(),
+            // Every write, with who made it (user and User-Agent): the record a test reads to prove
+            // what a process wrote, not only what it ended up with (`TestCluster::audited_writes`).
+            format!("--audit-policy-file={}", path(&self.audit_policy_path())),
+            format!("--audit-log-path={}", path(&self.audit_log_path())),
+            "--audit-log-format=json".into(),
         ]
+    }
+
+    /// Where the audit policy is written.
+    pub fn audit_policy_path(&self) -> PathBuf {
+        self.dir.join("audit-policy.yaml")
+    }
+
+    /// Where the API server writes its audit log.
+    pub fn audit_log_path(&self) -> PathBuf {
+        self.dir.join(AUDIT_LOG)
     }
 
     /// kube-controller-manager with its own identity and one ServiceAccount per controller, like
@@ -132,6 +147,19 @@ impl Layout<'_> {
         self.dir.join("kwok.yaml")
     }
 }
+
+/// The audit log's file name in the cluster directory.
+pub const AUDIT_LOG: &str = "audit.log";
+
+/// The audit policy: writes at the Metadata level (who, what, when, the answer's code), nothing else.
+pub const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  - level: None
+"#;
 
 /// kwok's default node and pod stages (see the file's header).
 pub const KWOK_STAGES: &str = include_str!("kwok-stages.yaml");

@@ -11,6 +11,7 @@
 //! through `PR_SET_PDEATHSIG` when the process is killed or interrupted.
 
 mod access;
+mod audit;
 pub mod binaries;
 mod certs;
 mod cluster;
@@ -21,6 +22,7 @@ pub mod process;
 mod restart;
 mod shared;
 
+pub use audit::AuditedWrite;
 pub use cluster::{ComponentMemory, TestCluster};
 
 /// Guard returned by [`failure_guard`]: prints the tail of every component's log when the test that
