@@ -67,6 +67,11 @@ impl Fence {
         self
     }
 
+    /// Where it counts, if anywhere.
+    pub(super) fn metrics(&self) -> Option<Metrics> {
+        self.metrics.clone()
+    }
+
     /// Whether a write may go out now.
     pub fn admits_writes(&self) -> bool {
         self.admits_at(Instant::now())

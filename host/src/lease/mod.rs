@@ -42,7 +42,7 @@ impl Leadership {
         metrics.leading(election.is_none());
         match election {
             None => Leadership {
-                fence: Fence::open(),
+                fence: Fence::open().counted_in(metrics),
                 elector: None,
             },
             Some(election) => {

@@ -76,6 +76,7 @@ pub(super) struct Families {
     pub(super) conversions: Family<ResultLabels, Counter>,
     pub(super) leader: Gauge,
     pub(super) fenced_writes: Counter,
+    pub(super) api_throttled: Counter,
     pub(super) lease_transitions: Family<TransitionLabels, Counter>,
     /// Each controller's count of failing parents, taken when scraped (see `count_failing_parents`).
     pub(super) failing_counters: Mutex<HashMap<String, FailingCounter>>,
@@ -110,6 +111,7 @@ impl Families {
             conversions: Family::default(),
             leader: Gauge::default(),
             fenced_writes: Counter::default(),
+            api_throttled: Counter::default(),
             lease_transitions: Family::default(),
             failing_counters: Mutex::default(),
             active_digests: Mutex::default(),
@@ -210,6 +212,11 @@ impl Families {
             "reconcile_host_fenced_writes",
             "Writes this process refused to send because it did not hold its Lease (a standby, or a leader paused or cut off past its renew deadline)",
             f.fenced_writes.clone(),
+        );
+        registry.register(
+            "reconcile_host_api_throttled",
+            "Answers 429 (Too Many Requests) from the API server to this process's reconcilers, each retried attempt counted: API Priority and Fairness turning them away",
+            f.api_throttled.clone(),
         );
         registry.register(
             "reconcile_host_lease_transitions",

@@ -229,6 +229,11 @@ impl Metrics {
         self.leading(acquired);
     }
 
+    /// Counts a 429 answer of the API server.
+    pub fn api_throttled(&self) {
+        self.families.api_throttled.inc();
+    }
+
     /// Counts a write the fence refused to send.
     pub fn write_fenced(&self) {
         self.families.fenced_writes.inc();

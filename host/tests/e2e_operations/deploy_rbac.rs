@@ -15,7 +15,7 @@ use crate::common::guests::{component, repo_root};
 use crate::common::host::HostProcess;
 use crate::common::myapp::*;
 
-fn shipped_cluster_role() -> ClusterRole {
+pub(crate) fn shipped_cluster_role() -> ClusterRole {
     let role = reconcile_host::render::read_documents(&repo_root().join("deploy/rbac.yaml"))
         .unwrap()
         .into_iter()
@@ -39,7 +39,7 @@ fn shipped_role_without(resource: &str, verb: &str) -> ClusterRole {
 }
 
 /// A kubeconfig for a ServiceAccount of `namespace` bound to `role` (renamed for the namespace).
-async fn limited_kubeconfig(
+pub(crate) async fn limited_kubeconfig(
     cluster: &TestCluster,
     client: &kube::Client,
     namespace: &str,

@@ -8,3 +8,4 @@ mod common;
 
 mod deploy_rbac;
 mod monitoring;
+mod throttled;

@@ -128,23 +128,31 @@ fn the_alert_rules_pass_promtool_check_and_their_unit_tests() {
 
 /// The guide backs each row with a test: every `file.rs` and `file.rs::test` it names exists.
 #[test]
-fn every_test_the_troubleshooting_guide_names_exists() {
+fn every_test_the_troubleshooting_guide_and_the_readmes_reliability_table_name_exists() {
     let guide = std::fs::read_to_string(repo_root().join("docs/troubleshooting.md")).unwrap();
-    let references: Vec<&str> = guide
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|code| code.split("::").next().unwrap().ends_with(".rs"))
-        .collect();
-    assert!(references.len() > 20, "{references:?}");
-    for reference in references {
-        let (file, test) = reference.split_once("::").unwrap_or((reference, ""));
-        let source = std::fs::read_to_string(repo_root().join("host/tests").join(file))
-            .unwrap_or_else(|_| panic!("the guide names {file}, which is no test file"));
-        assert!(
-            test.is_empty() || source.contains(&format!("fn {test}(")),
-            "the guide names {reference}, which is no test"
-        );
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let reliability = readme.split("\n## Reliability\n").nth(1).unwrap();
+    let reliability = reliability.split("\n## ").next().unwrap();
+    for (document, text, at_least) in [
+        ("the guide", guide.as_str(), 20),
+        ("the README", reliability, 10),
+    ] {
+        let references: Vec<&str> = text
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|code| code.split("::").next().unwrap().ends_with(".rs"))
+            .collect();
+        assert!(references.len() > at_least, "{document}: {references:?}");
+        for reference in references {
+            let (file, test) = reference.split_once("::").unwrap_or((reference, ""));
+            let source = std::fs::read_to_string(repo_root().join("host/tests").join(file))
+                .unwrap_or_else(|_| panic!("{document} names {file}, which is no test file"));
+            assert!(
+                test.is_empty() || source.contains(&format!("fn {test}(")),
+                "{document} names {reference}, which is no test"
+            );
+        }
     }
 }
 

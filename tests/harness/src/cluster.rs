@@ -34,6 +34,7 @@ pub struct TestCluster {
     pub(crate) admin_config: Value,
     /// The API server's flags, to start it again the same way (`restart_apiserver`).
     pub(crate) apiserver_args: Vec<String>,
+    pub(crate) etcd_args: Vec<String>,
     started_in: Duration,
     /// Last so that it is deleted after the components are stopped (fields drop in order).
     dir: tempfile::TempDir,
@@ -124,6 +125,7 @@ impl TestCluster {
             admin_kubeconfig,
             admin_config,
             apiserver_args: apiserver_args.clone(),
+            etcd_args: etcd_args.clone(),
             started_in: Duration::ZERO,
             dir,
         };
