@@ -1,7 +1,7 @@
 //! etcd stopped and started again during a burst of creations (its own binary: the restart would
-//! break the tests that share a control plane with it). The API server answers errors meanwhile; the
-//! host retries, lists again where its watches ended, and converges every parent, with none orphaned
-//! or duplicated.
+//! break the tests that share a control plane with it). The API server answers errors meanwhile (its
+//! own etcd watches resume where they were); the host retries and converges every parent, with none
+//! orphaned or duplicated.
 
 mod common;
 

@@ -77,6 +77,7 @@ pub(super) struct Families {
     pub(super) leader: Gauge,
     pub(super) fenced_writes: Counter,
     pub(super) api_throttled: Counter,
+    pub(super) watch_errors: Family<ReasonLabels, Counter>,
     pub(super) lease_transitions: Family<TransitionLabels, Counter>,
     /// Each controller's count of failing parents, taken when scraped (see `count_failing_parents`).
     pub(super) failing_counters: Mutex<HashMap<String, FailingCounter>>,
@@ -112,6 +113,7 @@ impl Families {
             leader: Gauge::default(),
             fenced_writes: Counter::default(),
             api_throttled: Counter::default(),
+            watch_errors: Family::default(),
             lease_transitions: Family::default(),
             failing_counters: Mutex::default(),
             active_digests: Mutex::default(),
@@ -217,6 +219,11 @@ impl Families {
             "reconcile_host_api_throttled",
             "Answers 429 (Too Many Requests) from the API server to this process's reconcilers, each retried attempt counted: API Priority and Fairness turning them away",
             f.api_throttled.clone(),
+        );
+        registry.register(
+            "reconcile_host_watch_errors",
+            "Errors of the watches that fill the caches, by kind: expired (410 Gone: behind etcd's compaction, listed again), forbidden, api, transport; each is retried with backoff",
+            f.watch_errors.clone(),
         );
         registry.register(
             "reconcile_host_lease_transitions",

@@ -121,6 +121,13 @@ impl Metrics {
         }
     }
 
+    /// Counts a watch error by its kind: `expired` (410 Gone: the watch fell behind etcd's compaction
+    /// and lists again), `forbidden` (403), `api` (another API error), `transport` (no answer).
+    pub fn watch_error(&self, reason: &'static str) {
+        let labels = self.labels(|controller| ReasonLabels { controller, reason });
+        self.families.watch_errors.get_or_create(&labels).inc();
+    }
+
     /// Counts a conversion review: `success`, or the reason it failed, each its own label value:
     /// `ConverterFailed` (the guest's error, trap or limit), `ConversionInvalid` (not the object in
     /// the desired version), `ConversionMetadataChanged` (labels, annotations outside the group,

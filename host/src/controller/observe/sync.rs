@@ -76,6 +76,11 @@ pub fn watch_cache(
     let store = writer.as_reader();
     let watch = watcher(api, config)
         .inspect(move |event| {
+            if let Err(error) = event {
+                let kind = watch_error_kind(error);
+                health.metrics.watch_error(kind);
+                tracing::debug!(kind, error = %chain(error), "watch error; retried with backoff");
+            }
             health
                 .health
                 .watch_result(event.as_ref().err().map(|e| e.to_string()));
@@ -88,6 +93,38 @@ pub fn watch_cache(
             }
         });
     settle(reflector::reflector(writer, watch), store, listed, index)
+}
+
+/// `error` with every source it wraps: a transport error's cause is several layers down.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// What kind of watch error `error` is, as `reconcile_host_watch_errors_total` counts it.
+fn watch_error_kind(error: &watcher::Error) -> &'static str {
+    let code = match error {
+        watcher::Error::WatchError(status) => Some(status.code),
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => match e {
+            kube::Error::Api(status) => Some(status.code),
+            _ => None,
+        },
+        watcher::Error::NoResourceVersion => return "api",
+    };
+    match code {
+        Some(410) => "expired",
+        Some(403) => "forbidden",
+        Some(_) => "api",
+        None => "transport",
+    }
 }
 
 /// An object as the caches hold it: typed, and without its managedFields, which are most of a small
