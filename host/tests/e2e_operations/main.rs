@@ -1,5 +1,6 @@
-//! What operators run beside the host, on one shared control plane: the monitoring component and the
-//! host one RBAC verb short of deploy/. Not with the `run` tests: the monitoring overlay applies
+//! What operators run beside the host, on one shared control plane: the monitoring component, the
+//! host one RBAC verb short of deploy/, and the host where operations go wrong around it (throttled
+//! by the API server, cut off from it). Not with the `run` tests: the monitoring overlay applies
 //! deploy/, whose MyApp CRD serves v1beta1 through a webhook Service with no endpoints, which would
 //! break their `kubectl get myapp`.
 
@@ -8,4 +9,5 @@ mod common;
 
 mod deploy_rbac;
 mod monitoring;
+mod partition;
 mod throttled;

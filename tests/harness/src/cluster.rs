@@ -35,6 +35,8 @@ pub struct TestCluster {
     /// The API server's flags, to start it again the same way (`restart_apiserver`).
     pub(crate) apiserver_args: Vec<String>,
     pub(crate) etcd_args: Vec<String>,
+    /// etcd's client address (`127.0.0.1:<port>`), for `compact_etcd`.
+    pub(crate) etcd_client: String,
     started_in: Duration,
     /// Last so that it is deleted after the components are stopped (fields drop in order).
     dir: tempfile::TempDir,
@@ -50,6 +52,21 @@ pub struct ComponentMemory {
     pub peak_rss_kib: u64,
 }
 
+/// What a test may change in how the cluster is started; the default is what every shared cluster
+/// runs.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterOptions {
+    apiserver_args: Vec<String>,
+}
+
+impl ClusterOptions {
+    /// Adds a kube-apiserver flag, after the harness's own (so that it wins over one of them).
+    pub fn apiserver_arg(mut self, arg: impl Into<String>) -> Self {
+        self.apiserver_args.push(arg.into());
+        self
+    }
+}
+
 /// Prefix of cluster directories in the temp dir, followed by the pid owning them.
 const DIR_PREFIX: &str = "testcluster-";
 
@@ -59,9 +76,15 @@ impl TestCluster {
     /// Ready and the `default` namespace has its ServiceAccount (so the controllers are running).
     /// Retries twice when a port picked as free was taken before the component bound it.
     pub async fn start() -> Result<TestCluster> {
+        Self::start_with(ClusterOptions::default()).await
+    }
+
+    /// Like [`TestCluster::start`], with `options`: for a test that needs a control plane configured
+    /// unlike the shared ones (it then owns the cluster, stopped when dropped).
+    pub async fn start_with(options: ClusterOptions) -> Result<TestCluster> {
         let mut attempt = 1;
         loop {
-            match Self::start_once().await {
+            match Self::start_once(&options).await {
                 Ok(cluster) => return Ok(cluster),
                 Err(e) if attempt < 3 && format!("{e:#}").contains("address already in use") => {
                     tracing::warn!("test cluster start hit a port race, retrying: {e:#}");
@@ -72,7 +95,7 @@ impl TestCluster {
         }
     }
 
-    async fn start_once() -> Result<TestCluster> {
+    async fn start_once(options: &ClusterOptions) -> Result<TestCluster> {
         let started = Instant::now();
         let bin_dir = tokio::task::spawn_blocking(binaries::bin_dir).await??;
         sweep_stale_dirs();
@@ -110,7 +133,8 @@ impl TestCluster {
         std::fs::write(layout.audit_policy_path(), components::AUDIT_POLICY)?;
 
         let etcd_args = layout.etcd();
-        let apiserver_args = layout.apiserver();
+        let mut apiserver_args = layout.apiserver();
+        apiserver_args.extend(options.apiserver_args.iter().cloned());
         let kcm_args = layout.controller_manager(&kcm_kubeconfig);
         let scheduler_args = layout.scheduler(&scheduler_kubeconfig);
         // kwok acts for the nodes, deleting pods and writing their status: it gets the admin identity.
@@ -126,6 +150,7 @@ impl TestCluster {
             admin_config,
             apiserver_args: apiserver_args.clone(),
             etcd_args: etcd_args.clone(),
+            etcd_client: format!("127.0.0.1:{etcd_client_port}"),
             started_in: Duration::ZERO,
             dir,
         };

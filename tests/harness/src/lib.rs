@@ -15,15 +15,18 @@ mod audit;
 pub mod binaries;
 mod certs;
 mod cluster;
+mod compaction;
 mod components;
 mod kubeconfig;
+mod link;
 mod ports;
 pub mod process;
 mod restart;
 mod shared;
 
 pub use audit::AuditedWrite;
-pub use cluster::{ComponentMemory, TestCluster};
+pub use cluster::{ClusterOptions, ComponentMemory, TestCluster};
+pub use link::Link;
 
 /// Guard returned by [`failure_guard`]: prints the tail of every component's log when the test that
 /// holds it fails, because a failing assertion alone rarely says why the control plane misbehaved.
