@@ -1,9 +1,10 @@
-//! One conformance suite for reconcilers in any language: the MyApp guests in Rust, JavaScript and Python
-//! against the same fixtures (guests/myapp/fixtures), and so the ConfiguredApp guests (contract 0.2.0,
+//! One conformance suite for reconcilers in any language: the MyApp guests in Rust, Go, JavaScript and
+//! Python against the same fixtures (guests/myapp/fixtures), and so the ConfiguredApp guests (contract 0.2.0,
 //! related objects: guests/configured/fixtures), each with a fresh instance per call and with one
 //! reused instance (where state left over from one parent would show in the next answer). The JS and
-//! Python guests are built from source on first use by their `build.sh`, like the Rust ones by cargo.
-//! The Rust guest also implements MyApp v1beta1 and `convert` (guests/myapp/fixtures-v1beta1).
+//! Python guests are built from source on first use by their `build.sh` (the Go one too), like the Rust
+//! ones by cargo. The Rust and Go guests also implement MyApp v1beta1 and `convert`
+//! (guests/myapp/fixtures-v1beta1).
 
 mod common;
 
@@ -14,7 +15,7 @@ use common::conformance::{
     assert_conforms, assert_conforms_to, myapp_fixtures, myapp_v1beta1_fixtures,
 };
 use common::guests::{
-    artifact_cache, component, configured_js, configured_python, myapp_js, myapp_python,
+    artifact_cache, component, configured_js, configured_python, myapp_go, myapp_js, myapp_python,
 };
 use reconcile_host::guest::RuntimeConfig;
 
@@ -32,11 +33,23 @@ fn rust_guest_conforms() {
 
 #[test]
 fn rust_guest_conforms_to_v1beta1_and_converts_both_ways() {
-    let report = assert_conforms_to(
-        &myapp_v1beta1_fixtures(),
-        &component("guest_myapp"),
-        RuntimeConfig::default(),
-    );
+    assert_conforms_to_v1beta1(&component("guest_myapp"));
+}
+
+#[test]
+fn go_guest_conforms() {
+    assert_conforms_fresh_and_reused(&myapp_go(), RuntimeConfig::default());
+}
+
+#[test]
+fn go_guest_conforms_to_v1beta1_and_converts_both_ways() {
+    assert_conforms_to_v1beta1(&myapp_go());
+}
+
+/// All the v1beta1 cases, the 8 conversions among them, with a fresh instance per call.
+fn assert_conforms_to_v1beta1(component: &Path) {
+    let config = RuntimeConfig::default().cache_dir(Some(artifact_cache()));
+    let report = assert_conforms_to(&myapp_v1beta1_fixtures(), component, config);
     let conversions = report
         .cases
         .iter()
