@@ -3,22 +3,21 @@
 // calls these two functions from the //go:wasmexport wrappers it generates (wit_exports.go).
 //
 // Nothing is logged on success (the hot path); an error is also logged at warn. The request's related
-// objects are not read: MyApp depends on none. A panic is recovered into an err answer and logged at
-// error: unrecovered, the Go runtime would print it to stderr and exit, which the host sees as a trap.
+// objects are not read: MyApp depends on none. Each export starts with the kit's Guard: garbage
+// collected where the component model allows it, a panic recovered into an err answer.
 package export_wit_world
 
 import (
-	"fmt"
-
 	witTypes "go.bytecodealliance.org/pkg/wit/types"
 
 	"wit_component/myapp"
 	"wit_component/reconcile_guest_log"
 	"wit_component/reconcile_guest_types"
+	"wit_component/reconcilekit"
 )
 
 func Reconcile(req reconcile_guest_types.Request) (result witTypes.Result[reconcile_guest_types.Response, string]) {
-	defer recoverInto(&result)
+	defer reconcilekit.Guard(&result)()
 	out, err := myapp.Reconcile(req.Parent, req.Children, req.Finalizing)
 	if err != nil {
 		return witTypes.Err[reconcile_guest_types.Response](warn(err))
@@ -36,7 +35,7 @@ func Reconcile(req reconcile_guest_types.Request) (result witTypes.Result[reconc
 }
 
 func Convert(object string, toAPIVersion string) (result witTypes.Result[string, string]) {
-	defer recoverInto(&result)
+	defer reconcilekit.Guard(&result)()
 	converted, err := myapp.Convert(object, toAPIVersion)
 	if err != nil {
 		return witTypes.Err[string](warn(err))
@@ -48,13 +47,4 @@ func Convert(object string, toAPIVersion string) (result witTypes.Result[string,
 func warn(err error) string {
 	reconcile_guest_log.Emit(reconcile_guest_log.Level_Warn, err.Error())
 	return err.Error()
-}
-
-// recoverInto turns a panic into an err answer, logged at error. Deferred by each export.
-func recoverInto[T any](result *witTypes.Result[T, string]) {
-	if r := recover(); r != nil {
-		message := fmt.Sprintf("panic: %v", r)
-		reconcile_guest_log.Emit(reconcile_guest_log.Level_Error, message)
-		*result = witTypes.Err[T](message)
-	}
 }

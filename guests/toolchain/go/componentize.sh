@@ -35,7 +35,7 @@ if [ "$(cat "$tools/.installed" 2>/dev/null)" != "$tools_key" ]; then
   echo "$tools_key" >"$tools/.installed"
 fi
 
-key="$({ find "$guest" -name '*.go' -print0 | sort -z | xargs -0 cat; cat "$0" "$wit"/*.wit "$tools/.installed";
+key="$({ find "$guest" "$here/reconcilekit" -name '*.go' -print0 | sort -z | xargs -0 cat; cat "$0" "$wit"/*.wit "$tools/.installed";
   go version; echo "$world"; } | sha256sum | cut -c1-16)"
 if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
   exit 0
@@ -45,6 +45,7 @@ build="$out.build"
 rm -rf "$build" && mkdir -p "$build"
 "$tools/go-guest-kit" bindings "$wit" "$world" "$build"
 (cd "$guest" && find . -name '*.go' -exec cp --parents {} "$build/" \;)
+cp -r "$here/reconcilekit" "$build/"
 go mod edit -replace "go.bytecodealliance.org/pkg=$tools/pkg" "$build/go.mod"
 # -buildmode=c-shared: a reactor, whose `_initialize` (run by the component when instantiated) starts the
 # runtime, and whose exports can then be called any number of times. -checklinkname=0: the runtime
