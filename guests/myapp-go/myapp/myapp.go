@@ -47,9 +47,9 @@ func Reconcile(parentJSON string, childrenJSON []string, finalizing bool) (Outpu
 	if observed && ready == int64(app.replicas) {
 		phase = "Ready"
 	}
-	status := toJSON(statusOf{Phase: phase, Replicas: app.replicas, ReadyReplicas: ready})
+	status := statusJSON(phase, app.replicas, ready)
 	return Output{
-		Children: []string{toJSON(deploymentFor(app, deployName))},
+		Children: []string{deploymentJSON(app, deployName)},
 		Status:   &status,
 	}, nil
 }
