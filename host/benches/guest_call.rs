@@ -1,8 +1,8 @@
 //! `make bench` (guest part): the MyApp guest called with a fresh instance and with a reused instance,
 //! against the same logic compiled natively, side by side in one run, printed as ratios, as it is built
 //! (without WASI) and as built for `wasm32-wasip2`; then the same
-//! MyApp logic as a Rust, a JavaScript and a Python component: size, compile time, cached load time and
-//! per-call cost in both modes.
+//! MyApp logic as a Rust, a Go, a JavaScript and a Python component: size, compile time, cached load
+//! time, per-call cost in both modes, and the linear memory an instance holds once it has answered.
 //! Each per-call figure is the median over batches of calls, after a warm-up.
 
 #[path = "../tests/common/guests.rs"]
@@ -71,6 +71,9 @@ struct Figures {
     cached_load: Duration,
     fresh_call: Duration,
     reused_call: Duration,
+    /// Linear memory of the reused instance after its calls (what it reserves from the guests' memory
+    /// budget): the initial memory and what the guest's allocator grew it by.
+    memory: usize,
     /// The same module loaded for fresh calls and for reused instances.
     modules: (Arc<Module>, Arc<Module>),
 }
@@ -92,12 +95,15 @@ fn measure(path: &Path, request: &Request) -> Figures {
     let call = |module: &Module| {
         black_box(module.call_raw("bench", black_box(request)).unwrap());
     };
+    let fresh_call = median_per_call(|| call(&fresh_module));
+    let reused_call = median_per_call(|| call(&reused_module));
     Figures {
         size: bytes.len(),
         compile,
         cached_load,
-        fresh_call: median_per_call(|| call(&fresh_module)),
-        reused_call: median_per_call(|| call(&reused_module)),
+        fresh_call,
+        reused_call,
+        memory: reuse_rt.memory_budget().used(),
         modules: (fresh_module, reused_module),
     }
 }
@@ -218,12 +224,13 @@ fn main() {
     );
 
     println!();
-    println!("MyApp guest by language (the JS and Python ones built by their build.sh)");
+    println!("MyApp guest by language (the Go, JS and Python ones built by their build.sh)");
     println!(
-        "  {:<13} {:>10} {:>10} {:>12} {:>11} {:>11}",
-        "language", "size", "compile", "cached load", "fresh call", "reused call"
+        "  {:<13} {:>10} {:>10} {:>12} {:>11} {:>11} {:>10}",
+        "language", "size", "compile", "cached load", "fresh call", "reused call", "memory"
     );
     let others = [
+        ("Go", guests::myapp_go()),
         ("JavaScript", guests::myapp_js()),
         ("Python", guests::myapp_python()),
     ];
@@ -234,12 +241,13 @@ fn main() {
     );
     for (lang, f) in rows {
         println!(
-            "  {lang:<13} {:>6.1} MiB {:>10.2?} {:>12.2?} {:>11.2?} {:>11.2?}",
+            "  {lang:<13} {:>6.1} MiB {:>10.2?} {:>12.2?} {:>11.2?} {:>11.2?} {:>6.1} MiB",
             f.size as f64 / (1 << 20) as f64,
             f.compile,
             f.cached_load,
             f.fresh_call,
-            f.reused_call
+            f.reused_call,
+            f.memory as f64 / (1 << 20) as f64
         );
     }
 }

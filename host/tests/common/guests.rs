@@ -76,6 +76,13 @@ pub fn myapp_python() -> PathBuf {
     PATH.get_or_init(|| build_script("myapp-python")).clone()
 }
 
+/// The Go MyApp guest (guests/myapp-go, contract 0.2.0 with `convert`), built once per process by its
+/// `build.sh` (the Go guest kit, guests/toolchain/go).
+pub fn myapp_go() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| build_script("myapp-go")).clone()
+}
+
 /// The JavaScript ConfiguredApp guest (guests/configured-js, contract 0.2.0 with `related`).
 pub fn configured_js() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();

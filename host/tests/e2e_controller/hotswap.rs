@@ -22,13 +22,15 @@ use crate::common::myapp::*;
 const PARENTS: usize = 50;
 const VARIANT_LABEL: &str = "example.com/variant";
 
-fn gzip(bytes: &[u8]) -> Vec<u8> {
+/// `bytes` gzipped at the best compression, as a module goes into a ConfigMap.
+pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     encoder.write_all(bytes).unwrap();
     encoder.finish().unwrap()
 }
 
-fn module_configmap(bytes: Vec<u8>) -> ConfigMap {
+/// The ConfigMap `logic` holding `bytes` as `binaryData` `module.wasm`.
+pub(crate) fn module_configmap(bytes: Vec<u8>) -> ConfigMap {
     ConfigMap {
         metadata: kube::api::ObjectMeta {
             name: Some("logic".into()),

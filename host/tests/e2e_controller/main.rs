@@ -6,6 +6,7 @@ mod common;
 
 mod decorator;
 mod fenced_leader;
+mod go_guest;
 mod guest_memory;
 mod hotswap;
 mod myapp;
