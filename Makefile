@@ -18,7 +18,7 @@ IMAGE_DIR       := $(TARGET_DIR)/image
 IMAGE           := $(IMAGE_DIR)/reconcile-host.tar
 export RECONCILE_HOST_GUEST_TARGET_DIR := $(GUEST_TARGET)
 
-.PHONY: build host guests controlplane monitoring-tools registry image lint-dockerfile test fuzz run cluster bench fmt lint clean deploy-module example-modules
+.PHONY: build host guests controlplane monitoring-tools registry image lint-dockerfile test fuzz run cluster bench soak fmt lint clean deploy-module example-modules
 
 build: host guests
 
@@ -73,6 +73,12 @@ test: guests controlplane monitoring-tools registry lint-dockerfile image
 # (RECONCILE_HOST_FUZZ_CASES sets it; `make test` runs 20,000). A failure is kept in host/proptest-regressions/.
 fuzz:
 	RECONCILE_HOST_FUZZ_CASES=$${RECONCILE_HOST_FUZZ_CASES:-1000000} cargo test --release --locked -p reconcile-host --lib fuzz_
+
+# The host under churn for 30 minutes (RECONCILE_HOST_SOAK_MINUTES), 2,000 parents
+# (RECONCILE_HOST_SOAK_PARENTS): memory, tasks, caches and Event series sampled each minute, printed and
+# drawn in target/soak/; fails if any grew 5 % or more after the warm-up. Not part of `make test`.
+soak: guests controlplane
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo bench --locked -p reconcile-host --bench soak
 
 # The main job: a local control plane, the host with the MyApp guest, the seed's demo-app.
 run: build controlplane

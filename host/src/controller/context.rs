@@ -100,6 +100,16 @@ impl Context {
         self.parents.get(&self.parent_ref(key)).is_some()
     }
 
+    /// How many objects its caches hold: parents, children (both caches of each kind), related
+    /// objects and namespaces. What should stay flat under churn.
+    pub fn cached_objects(&self) -> usize {
+        let children: usize = (self.children.iter())
+            .flat_map(|child| child.caches())
+            .map(|cache| cache.store.len())
+            .sum();
+        self.parents.len() + children + self.related.cached_objects() + self.namespaces.len()
+    }
+
     /// The parents whose last reconcile failed and that still exist, with the reason.
     pub fn failing_parents(&self) -> Vec<(String, String)> {
         self.health.failing_live(|key| self.parent_exists(key))

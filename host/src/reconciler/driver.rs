@@ -97,6 +97,10 @@ pub async fn drive(
     ctx.metrics.count_failing_parents(Box::new(move || {
         weak.upgrade().map_or(0, |ctx| ctx.failing_parents().len())
     }));
+    let weak = Arc::downgrade(&ctx);
+    ctx.metrics.count_cached_objects(Box::new(move || {
+        weak.upgrade().map_or(0, |ctx| ctx.cached_objects())
+    }));
     let mut controller =
         Controller::for_stream_with(parents, parent_reader, ctx.parent.resource.clone())
             .with_config(kube::runtime::controller::Config::default().concurrency(ctx.concurrency))

@@ -50,7 +50,7 @@ pub(super) struct DigestLabels {
 
 /// Counts one controller's failing parents. Counted at scrape time, not at reconcile time: a parent
 /// deleted while failing is never reconciled again, and must still leave the count.
-pub type FailingCounter = Box<dyn Fn() -> usize + Send + Sync>;
+pub type ScrapeCount = Box<dyn Fn() -> usize + Send + Sync>;
 
 pub(super) type SecondsFamily = Family<ControllerLabels, Histogram, fn() -> Histogram>;
 
@@ -80,7 +80,11 @@ pub(super) struct Families {
     pub(super) watch_errors: Family<ReasonLabels, Counter>,
     pub(super) lease_transitions: Family<TransitionLabels, Counter>,
     /// Each controller's count of failing parents, taken when scraped (see `count_failing_parents`).
-    pub(super) failing_counters: Mutex<HashMap<String, FailingCounter>>,
+    pub(super) failing_counters: Mutex<HashMap<String, ScrapeCount>>,
+    pub(super) cached_objects: Family<ControllerLabels, Gauge>,
+    /// Each controller's count of cached objects, taken when scraped (see `count_cached_objects`).
+    pub(super) cached_counters: Mutex<HashMap<String, ScrapeCount>>,
+    pub(super) runtime_tasks: Gauge,
     /// Each controller's active digest, to take its series down when another replaces it.
     pub(super) active_digests: Mutex<HashMap<String, String>>,
 }
@@ -116,6 +120,9 @@ impl Families {
             watch_errors: Family::default(),
             lease_transitions: Family::default(),
             failing_counters: Mutex::default(),
+            cached_objects: Family::default(),
+            cached_counters: Mutex::default(),
+            runtime_tasks: Gauge::default(),
             active_digests: Mutex::default(),
         };
         let mut registry = Registry::default();
@@ -219,6 +226,16 @@ impl Families {
             "reconcile_host_api_throttled",
             "Answers 429 (Too Many Requests) from the API server to this process's reconcilers, each retried attempt counted: API Priority and Fairness turning them away",
             f.api_throttled.clone(),
+        );
+        registry.register(
+            "reconcile_host_cached_objects",
+            "Objects the controller's caches hold (parents, children, related objects, namespaces), counted when scraped",
+            f.cached_objects.clone(),
+        );
+        registry.register(
+            "reconcile_host_runtime_tasks",
+            "Tasks alive in the process's async runtime, counted when scraped: what must stay flat under churn",
+            f.runtime_tasks.clone(),
         );
         registry.register(
             "reconcile_host_watch_errors",

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use super::families::FailingCounter;
+pub use super::families::ScrapeCount;
 use super::families::{
     ControllerLabels, DigestLabels, Families, ModuleLabels, ReasonLabels, ResultLabels,
     TransitionLabels,
@@ -51,10 +51,10 @@ impl Metrics {
         f.module_refused.remove(&self.controller);
         f.module_unavailable.remove(&self.controller);
         f.failing_parents.remove(&self.controller);
-        f.failing_counters
-            .lock()
-            .expect("metrics lock poisoned")
-            .remove(&self.controller.controller);
+        f.cached_objects.remove(&self.controller);
+        for counters in [&f.failing_counters, &f.cached_counters] {
+            (counters.lock().expect("metrics lock poisoned")).remove(&self.controller.controller);
+        }
         self.set_active_digest(None);
     }
 
@@ -215,9 +215,18 @@ impl Metrics {
     }
 
     /// Counts this controller's failing parents with `counter` whenever the metrics are scraped.
-    pub fn count_failing_parents(&self, counter: FailingCounter) {
+    pub fn count_failing_parents(&self, counter: ScrapeCount) {
         self.families
             .failing_counters
+            .lock()
+            .expect("metrics lock poisoned")
+            .insert(self.controller.controller.clone(), counter);
+    }
+
+    /// Counts the objects this controller's caches hold with `counter` whenever the metrics are scraped.
+    pub fn count_cached_objects(&self, counter: ScrapeCount) {
+        self.families
+            .cached_counters
             .lock()
             .expect("metrics lock poisoned")
             .insert(self.controller.controller.clone(), counter);
@@ -249,16 +258,21 @@ impl Metrics {
     /// The OpenMetrics text of every metric of every controller.
     pub fn encode(&self) -> String {
         let f = &self.families;
-        for (controller, count) in f
-            .failing_counters
-            .lock()
-            .expect("metrics lock poisoned")
-            .iter()
-        {
-            let labels = ControllerLabels {
-                controller: controller.clone(),
-            };
-            f.failing_parents.get_or_create(&labels).set(count() as i64);
+        let counted = [
+            (&f.failing_counters, &f.failing_parents),
+            (&f.cached_counters, &f.cached_objects),
+        ];
+        for (counters, family) in counted {
+            for (controller, count) in counters.lock().expect("metrics lock poisoned").iter() {
+                let labels = ControllerLabels {
+                    controller: controller.clone(),
+                };
+                family.get_or_create(&labels).set(count() as i64);
+            }
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            f.runtime_tasks
+                .set(runtime.metrics().num_alive_tasks() as i64);
         }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.families.registry)

@@ -44,6 +44,11 @@ pub struct Selection {
 }
 
 impl Related {
+    /// How many objects its caches hold.
+    pub fn cached_objects(&self) -> usize {
+        self.kinds.iter().map(|(_, store)| store.len()).sum()
+    }
+
     /// Resolves the allowed kinds against discovery (a typo fails here, with the kind named).
     pub async fn discover(client: &Client, allowed: &[Gvk]) -> Result<Related, DiscoveryError> {
         let mut kinds = Vec::new();
