@@ -7,35 +7,16 @@ mod common;
 
 use std::time::Duration;
 
-use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use common::guests::component;
-use common::host::HostProcess;
-use common::myapp::*;
-use common::restart::assert_every_parent_converged;
+use common::restart::converges_through;
 
 #[tokio::test]
 async fn the_host_converges_every_parent_through_an_etcd_restart_during_a_burst() {
     let cluster = TestCluster::shared();
     let _guard = failure_guard(cluster);
-    install_crd(cluster);
-    let namespace = cluster.namespace("etcd-restart").await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let mut host = HostProcess::myapp(
-        cluster.kubeconfig_path(),
-        &namespace,
-        &component("guest_myapp"),
-        &[],
-    );
-    for i in 0..40 {
-        create_myapp(&client, &namespace, &format!("before-{i}"), json!({})).await;
-    }
-    cluster.restart_etcd(Duration::from_secs(5)).await.unwrap();
-    let client = cluster.client().await.unwrap();
-    for i in 0..40 {
-        create_myapp(&client, &namespace, &format!("after-{i}"), json!({})).await;
-    }
-    assert_every_parent_converged(&client, &namespace).await;
-    assert!(host.is_running(), "the host must outlive etcd's restart");
+    converges_through(cluster, "etcd-restart", async |cluster| {
+        cluster.restart_etcd(Duration::from_secs(5)).await.unwrap();
+    })
+    .await;
 }

@@ -80,6 +80,13 @@ impl ReconcileError {
             ReconcileError::Join(_) => "GuestCallCancelled",
         }
     }
+
+    /// Whether the parent itself is gone: a write to it answered 404 because it was deleted during
+    /// the reconcile, or because a reconcile from a cache that still held it followed the removal of
+    /// its last finalizer. Nothing is left to reconcile, and nowhere to report a failure.
+    pub fn parent_gone(&self) -> bool {
+        matches!(self, ReconcileError::Parent(kube::Error::Api(status)) if status.code == 404)
+    }
 }
 
 /// The parent's name; every object the API server returns has one.
@@ -98,4 +105,25 @@ pub fn uid_of(object: &kube::core::DynamicObject) -> Result<&str, ReconcileError
         .uid
         .as_deref()
         .ok_or(ReconcileError::MissingMetadata("uid"))
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+
+    use super::ReconcileError;
+
+    fn parent_write_answered(code: u16) -> ReconcileError {
+        ReconcileError::Parent(kube::Error::Api(Box::new(
+            Status::failure("", "").with_code(code),
+        )))
+    }
+
+    #[test]
+    fn only_a_404_on_the_parent_says_it_is_gone() {
+        assert!(parent_write_answered(404).parent_gone());
+        assert!(!parent_write_answered(409).parent_gone());
+        assert!(!parent_write_answered(403).parent_gone());
+        assert!(!ReconcileError::MissingMetadata("uid").parent_gone());
+    }
 }

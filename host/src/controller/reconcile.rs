@@ -28,7 +28,13 @@ pub async fn reconcile(
     }
     let key = parent_key(&parent);
     let _timer = ctx.metrics.reconcile_started();
-    let result = reconcile_inner(&parent, &key, &ctx).await;
+    let result = match reconcile_inner(&parent, &key, &ctx).await {
+        Err(e) if e.parent_gone() => {
+            tracing::debug!(parent = %key, "the parent is gone: nothing left to reconcile");
+            Ok(Action::await_change())
+        }
+        result => result,
+    };
     if result.is_err() && !ctx.fence.admits_writes() {
         // The Lease was lost during the reconcile and its writes refused: not the parent's failure,
         // and nothing to report with writes that would be refused too.

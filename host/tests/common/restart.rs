@@ -1,13 +1,43 @@
 //! What the restart tests check once a host has come back: every parent converged on children that
-//! are exactly its own.
+//! are exactly its own; and the shape of a test of the control plane's own faults.
 
 use std::collections::BTreeMap;
 
 use kube::Client;
 use kube::api::ListParams;
+use serde_json::json;
+use testcluster::TestCluster;
 
-use super::myapp::{deployments, myapps, wait_for};
+use super::guests::component;
+use super::host::HostProcess;
+use super::myapp::{create_myapp, deployments, install_crd, myapps, wait_for};
 use super::platform::wait_ready_myapp;
+
+/// A fault of the control plane during a burst: a MyApp host runs on `cluster` (in a namespace named
+/// after `what`), 40 parents are created, `fault` is done, 40 more are created with a fresh client (the
+/// old one's connections may have gone down with a server), then every parent must converge with
+/// none orphaned or duplicated, and the host must still run.
+pub async fn converges_through(
+    cluster: &TestCluster,
+    what: &str,
+    fault: impl AsyncFnOnce(&TestCluster),
+) {
+    install_crd(cluster);
+    let namespace = cluster.namespace(what).await.unwrap();
+    let client = cluster.client().await.unwrap();
+    let module = component("guest_myapp");
+    let mut host = HostProcess::myapp(cluster.kubeconfig_path(), &namespace, &module, &[]);
+    for i in 0..40 {
+        create_myapp(&client, &namespace, &format!("before-{i}"), json!({})).await;
+    }
+    fault(cluster).await;
+    let client = cluster.client().await.unwrap();
+    for i in 0..40 {
+        create_myapp(&client, &namespace, &format!("after-{i}"), json!({})).await;
+    }
+    assert_every_parent_converged(&client, &namespace).await;
+    assert!(host.is_running(), "the host must outlive {what}");
+}
 
 /// Waits until every MyApp of `namespace` is Ready with all its replicas ready, then checks that the
 /// Deployments are one per MyApp, named after it and controlled by it: no orphan, no duplicate.
