@@ -10,8 +10,9 @@ use testcluster::TestCluster;
 
 use super::guests::component;
 use super::host::HostProcess;
-use super::myapp::{create_myapp, deployments, install_crd, myapps, wait_for};
-use super::platform::wait_ready_myapp;
+use super::myapp::{
+    create_myapp, deployments, install_crd, myapps, ready_condition, wait_for, wait_status,
+};
 
 /// A fault of the control plane during a burst: a MyApp host runs on `cluster` (in a namespace named
 /// after `what`), 40 parents are created, `fault` is done, 40 more are created with a fresh client (the
@@ -39,8 +40,9 @@ pub async fn converges_through(
     assert!(host.is_running(), "the host must outlive {what}");
 }
 
-/// Waits until every MyApp of `namespace` is Ready with all its replicas ready, then checks that the
-/// Deployments are one per MyApp, named after it and controlled by it: no orphan, no duplicate.
+/// Waits until every MyApp of `namespace` is Ready at its current generation (its last change
+/// reconciled, not only an earlier one) with all its replicas ready, then checks that the Deployments
+/// are one per MyApp, named after it and controlled by it: no orphan, no duplicate.
 pub async fn assert_every_parent_converged(client: &Client, namespace: &str) {
     let parents = myapps(client, namespace)
         .list(&ListParams::default())
@@ -48,9 +50,18 @@ pub async fn assert_every_parent_converged(client: &Client, namespace: &str) {
         .unwrap();
     for parent in &parents.items {
         let name = parent.metadata.name.as_deref().unwrap();
-        let status = wait_ready_myapp(client, namespace, name).await;
+        let generation = parent.metadata.generation;
         let replicas = parent.data["spec"]["replicas"].as_i64().unwrap_or(1);
-        assert_eq!(status["readyReplicas"], replicas, "{name}: {status}");
+        let what = format!(
+            "{namespace}/{name} Ready at generation {generation:?} with {replicas} ready replicas"
+        );
+        wait_status(client, namespace, name, &what, |s| {
+            s["phase"] == "Ready"
+                && ready_condition(s).is_some_and(|c| c["status"] == "True")
+                && s["observedGeneration"].as_i64() == generation
+                && s["readyReplicas"].as_i64() == Some(replicas)
+        })
+        .await;
     }
     let expected: BTreeMap<String, String> = parents
         .items
