@@ -40,6 +40,9 @@ async fn a_leader_partitioned_past_its_lease_steps_down_leads_again_and_converge
     for i in 0..20 {
         create_myapp(&client, &namespace, &format!("before-{i}"), json!({})).await;
     }
+    // The host up and reconciling before the partition: a start cut off from the API server (its
+    // discovery of the kinds) is another fault, which ends the process for the kubelet to restart.
+    assert_every_parent_converged(&client, &namespace).await;
 
     link.partition();
     for i in 0..20 {
