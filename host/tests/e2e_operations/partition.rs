@@ -2,7 +2,8 @@
 //! partition between the host and the API server, which stays up for everyone else: see
 //! `testcluster::Link`). The leader cannot renew: it stops writing at its renew deadline and steps
 //! down; once the network heals it takes its Lease again, in the same process, lists again and
-//! converges every parent, including those created while it could not see them.
+//! converges every parent, including those created while it could not see them. And a host started
+//! while it cannot reach the API server waits for it, instead of exiting.
 
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
@@ -40,8 +41,7 @@ async fn a_leader_partitioned_past_its_lease_steps_down_leads_again_and_converge
     for i in 0..20 {
         create_myapp(&client, &namespace, &format!("before-{i}"), json!({})).await;
     }
-    // The host up and reconciling before the partition: a start cut off from the API server (its
-    // discovery of the kinds) is another fault, which ends the process for the kubelet to restart.
+    // The host up and reconciling before the partition: a start cut off is the test below.
     assert_every_parent_converged(&client, &namespace).await;
 
     link.partition();
@@ -71,4 +71,35 @@ async fn a_leader_partitioned_past_its_lease_steps_down_leads_again_and_converge
             && s.value(&transition("acquired")) == Some(2.0)
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_host_started_while_the_api_server_is_unreachable_waits_for_it_and_converges() {
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    install_crd(cluster);
+    let namespace = cluster.namespace("start-partitioned").await.unwrap();
+    let client = cluster.client().await.unwrap();
+    for i in 0..5 {
+        create_myapp(&client, &namespace, &format!("app-{i}"), json!({})).await;
+    }
+    let link = cluster.link().unwrap();
+    link.down();
+    let mut host = HostProcess::myapp(
+        link.kubeconfig_path(),
+        &namespace,
+        &component("guest_myapp"),
+        &[],
+    );
+    wait_for("the host retrying its discovery", || {
+        let log = host.log();
+        async move { log.contains("discovery failed; retried").then_some(()) }
+    })
+    .await;
+    assert!(
+        host.is_running(),
+        "a host that cannot reach the API server must wait for it, not exit"
+    );
+    link.heal();
+    assert_every_parent_converged(&client, &namespace).await;
 }

@@ -5,8 +5,10 @@
 //! through it, as a load balancer's restart or a NAT timeout does to a controller's watches: each is
 //! resumed from its last resourceVersion. [`Link::partition`] is a network partition: open
 //! connections are closed and new ones are accepted but nothing passes, so requests hang until the
-//! caller's own timeouts fire (no quick "connection refused" to act on), until [`Link::heal`]. The
-//! API server itself stays up for every other client, unlike `restart_apiserver`.
+//! caller's own timeouts fire (no quick "connection refused" to act on), until [`Link::heal`].
+//! [`Link::down`] is a server that is not there: every connection is closed as soon as it is opened,
+//! so each request fails at once. The API server itself stays up for every other client, unlike
+//! `restart_apiserver`.
 //!
 //! The relay runs on a thread and runtime of its own, so that a test blocking its own thread (kubectl,
 //! a scrape) never stalls the traffic of the process under test.
@@ -34,6 +36,8 @@ struct LinkState {
     /// Bumped by each cut: a connection opened before the bump is closed.
     cuts: u64,
     partitioned: bool,
+    /// New connections are closed at once.
+    down: bool,
     stopped: bool,
 }
 
@@ -53,6 +57,7 @@ impl TestCluster {
         let (state, _) = watch::channel(LinkState {
             cuts: 0,
             partitioned: false,
+            down: false,
             stopped: false,
         });
         let updates = state.subscribe();
@@ -92,9 +97,20 @@ impl Link {
         });
     }
 
-    /// Ends a partition: the connections held silent are closed, new ones pass.
+    /// Closes every open connection and each new one as soon as it is opened, until [`Link::heal`].
+    pub fn down(&self) {
+        self.state.send_modify(|s| {
+            s.cuts += 1;
+            s.down = true;
+        });
+    }
+
+    /// Ends a partition or a [`Link::down`]: the connections held silent are closed, new ones pass.
     pub fn heal(&self) {
-        self.state.send_modify(|s| s.partitioned = false);
+        self.state.send_modify(|s| {
+            s.partitioned = false;
+            s.down = false;
+        });
     }
 }
 
@@ -133,6 +149,9 @@ async fn connection(
     mut updates: watch::Receiver<LinkState>,
 ) {
     let opened = *updates.borrow_and_update();
+    if opened.down {
+        return;
+    }
     if opened.partitioned {
         // Packets are dropped: the client waits on its own timeouts; the healed link closes it.
         let _ = updates.wait_for(|s| !s.partitioned || s.stopped).await;

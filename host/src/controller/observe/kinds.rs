@@ -3,6 +3,9 @@
 //! every stage can name a kind without depending on the whole context.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
@@ -128,18 +131,42 @@ pub async fn resolve_namespaced(
 }
 
 /// The kind as the API server serves it, and whether its objects are namespaced.
+///
+/// An API server that cannot answer now (unreachable, restarting, overloaded) is asked again with
+/// backoff, without end: a host started during a control plane fault then comes up once it is over,
+/// instead of exiting for the kubelet to restart it later. Only an answer ends the wait, and a kind
+/// the API server does not serve is an error at once.
 pub async fn resolve(client: &Client, gvk: &Gvk) -> Result<(ResolvedKind, Scope), DiscoveryError> {
     let key = GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
-    let (resource, caps) =
-        pinned_kind(client, &key)
-            .await
-            .map_err(|e| DiscoveryError::NotServed {
-                gvk: gvk.clone(),
-                reason: e.to_string(),
-            })?;
+    let retries = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(Duration::from_secs(10))
+        .with_jitter()
+        .without_max_times();
+    let (resource, caps) = (|| pinned_kind(client, &key))
+        .retry(retries)
+        .when(is_transient)
+        .notify(|error, delay| {
+            tracing::warn!(kind = %gvk, %error, ?delay, "discovery failed; retried");
+        })
+        .await
+        .map_err(|e| DiscoveryError::NotServed {
+            gvk: gvk.clone(),
+            reason: e.to_string(),
+        })?;
     let kind = ResolvedKind {
         gvk: gvk.clone(),
         resource,
     };
     Ok((kind, caps.scope))
+}
+
+/// Whether `error` says the API server could not answer now rather than that the kind is not served:
+/// no connection, a timeout, or a status that asks to come back (429, 5xx).
+fn is_transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code == 429 || status.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
 }
