@@ -15,7 +15,8 @@ use sha2::{Digest as _, Sha256};
 
 use crate::kind::Gvk;
 pub use crate::names::{
-    LEASE_PREFIX, MANAGED_BY_LABEL, MANAGER, RECONCILER_ANNOTATION, RECONCILER_LABEL,
+    DRAIN_LABEL_PREFIX, LEASE_PREFIX, MANAGED_BY_LABEL, MANAGER, RECONCILER_ANNOTATION,
+    RECONCILER_LABEL, SHARD_LABEL_PREFIX,
 };
 use crate::selector::LabelSelector;
 
@@ -47,10 +48,7 @@ impl Identity {
     /// The identity named `name` (a `run` name, `r.<namespace>.<name>`, `c.<name>`).
     pub fn new(name: impl Into<String>) -> Identity {
         let name = name.into();
-        let label = match is_label_value(&name) {
-            true => name.clone(),
-            false => shortened(&name),
-        };
+        let label = label_value(&name);
         Identity { name, label }
     }
 
@@ -101,6 +99,18 @@ impl Identity {
         )
     }
 
+    /// The key of the label that assigns a parent to one member of its ring (`crate::shard`): named
+    /// after the reconciler, so two reconcilers of one kind shard their parents independently. A label
+    /// value is a valid label name, so the key is valid whatever the reconciler's name.
+    pub fn shard_label(&self) -> String {
+        format!("{SHARD_LABEL_PREFIX}{}", self.label)
+    }
+
+    /// The key of the label by which the ring's leader asks a member to release a parent.
+    pub fn drain_label(&self) -> String {
+        format!("{DRAIN_LABEL_PREFIX}{}", self.label)
+    }
+
     /// The label selector of children made before children named their reconciler: the generic
     /// label only. Which of them are a reconciler's to take is decided by their parent (`observe`).
     pub fn unnamed_children() -> String {
@@ -132,6 +142,15 @@ pub fn parse_run_name(text: &str) -> Result<String, String> {
         );
     }
     Ok(text.to_string())
+}
+
+/// `name` as a label value: itself if it is one, else shortened with a hash of the whole name. A
+/// reconciler's identity and a ring member's name (`crate::shard`) are written so.
+pub fn label_value(name: &str) -> String {
+    match is_label_value(name) {
+        true => name.to_string(),
+        false => shortened(name),
+    }
 }
 
 /// Whether `value` is a label value Kubernetes accepts (and not empty).
@@ -262,6 +281,24 @@ mod tests {
         assert_eq!(
             Identity::unnamed_children(),
             "app.kubernetes.io/managed-by=reconcile-host,!reconcile-host.dev/reconciler"
+        );
+    }
+
+    #[test]
+    fn the_shard_and_drain_labels_name_the_reconciler() {
+        let id = Identity::reconciler("team-a", "myapp");
+        assert_eq!(id.shard_label(), "shard.reconcile-host.dev/r.team-a.myapp");
+        assert_eq!(id.drain_label(), "drain.reconcile-host.dev/r.team-a.myapp");
+        // Two reconcilers of one kind: two keys, so each shards its parents on its own.
+        let other = Identity::reconciler("team-b", "myapp");
+        assert_ne!(id.shard_label(), other.shard_label());
+        // A shortened identity still gives a key whose name part is a label name (the value rules).
+        let long = Identity::reconciler(&"n".repeat(63), &"a".repeat(200));
+        let name = long.shard_label();
+        let name = name.strip_prefix(SHARD_LABEL_PREFIX).unwrap();
+        assert!(
+            is_label_value(name) && name.len() <= MAX_LABEL_VALUE,
+            "{name}"
         );
     }
 }

@@ -18,7 +18,9 @@
 //! 8. `cli`: the flags of every command; then `main`.
 //!
 //! Beside them: `identity` names the reconciler that made each child, `telemetry` counts and logs,
-//! `memory` keeps the allocator from holding what the host freed. `host/tests/import_cycles.rs` keeps
+//! `memory` keeps the allocator from holding what the host freed, `lease` says who may write (the
+//! Lease election and its fence) and `shard` spreads a reconciler's parents over its replicas (the
+//! ring of their Leases, the assignment, the handover rules), both below `controller`. `host/tests/import_cycles.rs` keeps
 //! the layers honest: it fails on any import cycle between the files of `host/src`.
 
 pub mod atomic_file;
@@ -43,6 +45,7 @@ pub mod related;
 pub mod render;
 pub mod rule;
 pub mod selector;
+pub mod shard;
 pub mod source;
 pub mod strategy;
 pub mod telemetry;

@@ -16,3 +16,15 @@ pub const RECONCILER_ANNOTATION: &str = "reconcile-host.dev/reconciler";
 pub const DESIRED_ANNOTATION: &str = "reconcile-host.dev/desired";
 /// What the default Lease name puts before a `run` name.
 pub const LEASE_PREFIX: &str = "reconcile-host-";
+/// Label on every shard Lease: the ring it belongs to (its value: the ring's name, a label value).
+/// The live Leases carrying it are the ring (`shard::ring`).
+pub const RING_LABEL: &str = "reconcile-host.dev/ring";
+/// Label on every shard Lease: the member that holds it (a label value), kept when the ring's leader
+/// takes the Lease from a member that is gone.
+pub const MEMBER_LABEL: &str = "reconcile-host.dev/member";
+/// What the shard label's key puts before a reconciler's identity label: a parent carrying
+/// `shard.reconcile-host.dev/<reconciler>=<member>` is that member's to reconcile.
+pub const SHARD_LABEL_PREFIX: &str = "shard.reconcile-host.dev/";
+/// What the drain label's key puts before a reconciler's identity label: the ring's leader asks the
+/// member holding a parent to release it (the member then removes both labels).
+pub const DRAIN_LABEL_PREFIX: &str = "drain.reconcile-host.dev/";

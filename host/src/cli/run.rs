@@ -129,10 +129,12 @@ impl RunArgs {
             (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
             (None, None) => None,
         };
-        let election = self.host.leader_election.then(|| lease::Election {
-            namespace: (self.leader_election_namespace.clone()).unwrap_or_else(lease::namespace),
-            lease: self.lease(&settings.identity),
-            identity: lease::identity(),
+        let election = self.host.leader_election.then(|| {
+            lease::Election::leader(
+                (self.leader_election_namespace.clone()).unwrap_or_else(lease::namespace),
+                self.lease(&settings.identity),
+                lease::identity(),
+            )
         });
         RunOptions {
             settings,

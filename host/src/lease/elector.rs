@@ -6,6 +6,7 @@
 //! expiry by the holder's wall-clock renew time and tells only state changes, so no fence can be built
 //! on it.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -15,31 +16,46 @@ use kube::{Api, Client};
 use tokio::task::JoinHandle;
 
 use super::Fence;
+use super::watched::{LEASE_DURATION, Watched, duration};
 use crate::telemetry::Metrics;
 
-/// How long a Lease lasts without renewal: a candidate takes over at most this long (plus one retry
-/// period) after the holder stopped renewing.
-pub const LEASE_DURATION: Duration = Duration::from_secs(10);
 /// How long after the start of its last successful renewal the holder may write: shorter than the
 /// Lease by a margin for the clocks' rates and for a write already on its way.
 pub const RENEW_DEADLINE: Duration = Duration::from_secs(7);
 /// How often the holder renews and a candidate looks.
 pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
 
-/// Where the Lease lives and who we are.
+/// Where the Lease lives, who we are, and what holding it means.
 #[derive(Clone, Debug)]
 pub struct Election {
     pub namespace: String,
     pub lease: String,
     pub identity: String,
+    /// Labels the Lease carries (a shard Lease's ring and member), written on every claim.
+    pub labels: BTreeMap<String, String>,
+    pub role: Role,
 }
 
-/// The Lease's record as a candidate last saw it, and when it first saw it so.
-#[derive(Clone, Debug, PartialEq)]
-struct Observed {
-    holder: Option<String>,
-    renew_time: Option<MicroTime>,
-    since: Instant,
+/// What holding a Lease means: it is counted in its own metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The one Lease of replicas that elect a leader: the holder reconciles (or, sharded, assigns).
+    Leader,
+    /// A ring member's own Lease (`crate::shard`): the holder reconciles the parents assigned to it.
+    Member,
+}
+
+impl Election {
+    /// The leader election on `namespace/lease`, stood in as `identity`.
+    pub fn leader(namespace: String, lease: String, identity: String) -> Election {
+        Election {
+            namespace,
+            lease,
+            identity,
+            labels: BTreeMap::new(),
+            role: Role::Leader,
+        }
+    }
 }
 
 /// What to do with the Lease, seen now.
@@ -51,36 +67,20 @@ enum Step {
     Claim,
 }
 
-/// Decides from the Lease's `spec`, as seen at `now`, and what was seen before (updated).
-fn decide(spec: &LeaseSpec, me: &str, observed: &mut Option<Observed>, now: Instant) -> Step {
-    let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
-    let record = (holder.clone(), spec.renew_time.clone());
-    let changed = match observed {
-        Some(seen) => (seen.holder.clone(), seen.renew_time.clone()) != record,
-        None => true,
+/// Decides from the Lease's `spec`, as seen at `now`, and how it was watched before (updated).
+fn decide(spec: &LeaseSpec, me: &str, watched: &mut Option<Watched>, now: Instant) -> Step {
+    let watched = match watched {
+        Some(watched) => {
+            watched.look(spec, now);
+            watched
+        }
+        None => watched.insert(Watched::new(spec, now)),
     };
-    if changed {
-        *observed = Some(Observed {
-            holder: record.0,
-            renew_time: record.1,
-            since: now,
-        });
-    }
-    let Some(holder) = holder else {
-        return Step::Claim;
-    };
-    if holder == me {
-        return Step::Claim;
-    }
-    let duration = spec
-        .lease_duration_seconds
-        .and_then(|s| u64::try_from(s).ok())
-        .map_or(LEASE_DURATION, Duration::from_secs);
-    let since = observed.as_ref().map_or(now, |seen| seen.since);
-    if now.duration_since(since) < duration {
-        Step::Wait
-    } else {
-        Step::Claim
+    match watched.holder() {
+        None => Step::Claim,
+        Some(holder) if holder == me => Step::Claim,
+        Some(_) if watched.unchanged_for(now) < duration(spec) => Step::Wait,
+        Some(_) => Step::Claim,
     }
 }
 
@@ -173,13 +173,18 @@ async fn elect(api: Api<Lease>, election: Election, fence: Fence, metrics: Metri
                 let newly = !*fence.leading().borrow();
                 fence.renewed_until(started + RENEW_DEADLINE);
                 if newly {
-                    tracing::info!(identity = %election.identity, "acquired leadership");
-                    metrics.lease_transition(true);
+                    tracing::info!(identity = %election.identity, lease = %election.lease, "acquired the Lease");
+                    transition(&metrics, election.role, true);
                 }
             }
             Ok(Ok(false)) => {
                 if *fence.leading().borrow() {
-                    step_down(&fence, &metrics, "another replica holds the Lease");
+                    step_down(
+                        &fence,
+                        &election,
+                        &metrics,
+                        "another replica holds the Lease",
+                    );
                 }
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "reading or writing the Lease"),
@@ -188,6 +193,7 @@ async fn elect(api: Api<Lease>, election: Election, fence: Fence, metrics: Metri
         if fence.lapsed() {
             step_down(
                 &fence,
+                &election,
                 &metrics,
                 "the Lease could not be renewed within the renew deadline",
             );
@@ -196,20 +202,29 @@ async fn elect(api: Api<Lease>, election: Election, fence: Fence, metrics: Metri
     }
 }
 
-fn step_down(fence: &Fence, metrics: &Metrics, why: &str) {
+fn step_down(fence: &Fence, election: &Election, metrics: &Metrics, why: &str) {
     fence.close();
-    metrics.lease_transition(false);
+    transition(metrics, election.role, false);
     tracing::warn!(
         why,
+        lease = %election.lease,
         "stepped down: writing nothing until the Lease is held again"
     );
+}
+
+/// Counts a Lease taken (`true`) or stepped down from in the metrics of its role.
+fn transition(metrics: &Metrics, role: Role, acquired: bool) {
+    match role {
+        Role::Leader => metrics.lease_transition(acquired),
+        Role::Member => metrics.shard_lease_transition(acquired),
+    }
 }
 
 /// One look at the Lease: `true` if this replica holds it afterwards.
 async fn attempt(
     api: &Api<Lease>,
     election: &Election,
-    observed: &mut Option<Observed>,
+    observed: &mut Option<Watched>,
     now: Instant,
 ) -> kube::Result<bool> {
     let me = election.identity.as_str();
@@ -218,6 +233,7 @@ async fn attempt(
         let lease = Lease {
             metadata: ObjectMeta {
                 name: Some(election.lease.clone()),
+                labels: (!election.labels.is_empty()).then(|| election.labels.clone()),
                 ..Default::default()
             },
             spec: Some(claimed(&LeaseSpec::default(), me, stamp)),
@@ -229,6 +245,8 @@ async fn attempt(
         return Ok(false);
     }
     lease.spec = Some(claimed(&spec, me, stamp));
+    let labels = lease.metadata.labels.get_or_insert_default();
+    labels.extend(election.labels.clone());
     // The resourceVersion read above makes the write conditional: of two candidates, one wins.
     written(
         api.replace(&election.lease, &PostParams::default(), &lease)

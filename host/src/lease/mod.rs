@@ -6,10 +6,12 @@
 mod client;
 mod elector;
 mod fence;
+mod watched;
 
 pub use client::connect;
-pub use elector::{Election, Elector, LEASE_DURATION, RENEW_DEADLINE};
+pub use elector::{Election, Elector, RENEW_DEADLINE, RETRY_PERIOD, Role};
 pub use fence::{Fence, FencedWrite, is_fenced};
+pub use watched::{LEASE_DURATION, Watched, duration};
 
 use crate::telemetry::Metrics;
 

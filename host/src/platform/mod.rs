@@ -77,10 +77,9 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
     let defaults = options.runtime.max_instances(options.max_guest_instances);
     let runtime = Runtime::new(defaults.clone())?;
     let config = kube::Config::infer().await?;
-    let election = options.leader_election.then(|| Election {
-        namespace: lease::namespace(),
-        lease: "reconcile-host-platform".into(),
-        identity: lease::identity(),
+    let election = options.leader_election.then(|| {
+        let lease = "reconcile-host-platform".into();
+        Election::leader(lease::namespace(), lease, lease::identity())
     });
     // Every replica follows the reconcilers, runs their controllers and serves their conversions (the
     // API server calls any replica behind a Service); only the Lease's holder reconciles and writes.

@@ -79,6 +79,9 @@ pub(super) struct Families {
     pub(super) api_throttled: Counter,
     pub(super) watch_errors: Family<ReasonLabels, Counter>,
     pub(super) lease_transitions: Family<TransitionLabels, Counter>,
+    pub(super) shard_member: Gauge,
+    pub(super) shard_lease_transitions: Family<TransitionLabels, Counter>,
+    pub(super) ring_members: Gauge,
     /// Each controller's count of failing parents, taken when scraped (see `count_failing_parents`).
     pub(super) failing_counters: Mutex<HashMap<String, ScrapeCount>>,
     pub(super) cached_objects: Family<ControllerLabels, Gauge>,
@@ -119,6 +122,9 @@ impl Families {
             api_throttled: Counter::default(),
             watch_errors: Family::default(),
             lease_transitions: Family::default(),
+            shard_member: Gauge::default(),
+            shard_lease_transitions: Family::default(),
+            ring_members: Gauge::default(),
             failing_counters: Mutex::default(),
             cached_objects: Family::default(),
             cached_counters: Mutex::default(),
@@ -246,6 +252,21 @@ impl Families {
             "reconcile_host_lease_transitions",
             "Times this process took its Lease (acquired) or stepped down from it (lost: held by another, or not renewed within the renew deadline)",
             f.lease_transitions.clone(),
+        );
+        registry.register(
+            "reconcile_host_shard_member",
+            "1 while this replica holds its own shard Lease: a member of its ring, reconciling the parents assigned to it",
+            f.shard_member.clone(),
+        );
+        registry.register(
+            "reconcile_host_shard_lease_transitions",
+            "Times this replica took its own shard Lease (acquired) or stepped down from it (lost: taken by the ring's leader, or not renewed within the renew deadline)",
+            f.shard_lease_transitions.clone(),
+        );
+        registry.register(
+            "reconcile_host_ring_members",
+            "Live members of this replica's ring as it sees them: the shard Leases carrying its ring label, held by their member and renewed within their duration",
+            f.ring_members.clone(),
         );
         Families {
             registry,

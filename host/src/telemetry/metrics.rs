@@ -245,6 +245,21 @@ impl Metrics {
         self.leading(acquired);
     }
 
+    /// Counts this replica's own shard Lease taken (`true`) or stepped down from (`false`), and records
+    /// whether it is a member of its ring now (`crate::shard`).
+    pub fn shard_lease_transition(&self, acquired: bool) {
+        let transition = if acquired { "acquired" } else { "lost" };
+        let labels = TransitionLabels { transition };
+        let f = &self.families;
+        f.shard_lease_transitions.get_or_create(&labels).inc();
+        f.shard_member.set(i64::from(acquired));
+    }
+
+    /// Records how many live members this replica sees in its ring.
+    pub fn ring_members(&self, members: usize) {
+        self.families.ring_members.set(members as i64);
+    }
+
     /// Counts a 429 answer of the API server.
     pub fn api_throttled(&self) {
         self.families.api_throttled.inc();
