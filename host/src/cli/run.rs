@@ -11,6 +11,7 @@ use crate::identity::{Identity, LEASE_PREFIX};
 use crate::kind::Gvk;
 use crate::lease;
 use crate::reconciler::RunOptions;
+use crate::shard::ShardSettings;
 use crate::source::{ConfigMapRef, ModuleLocation, ModuleSource};
 
 #[derive(Debug, Args)]
@@ -58,6 +59,12 @@ pub struct RunArgs {
     /// Name of the Lease (default: reconcile-host-<name>, see `--name`).
     #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_ID")]
     pub leader_election_id: Option<String>,
+    /// Join a ring of this reconciler's replicas: each holds a shard Lease of its own
+    /// (`reconcile-host-<name>.<pod>`, labelled `reconcile-host.dev/ring=<name>`) in the leader
+    /// election's namespace, and sees the ring of live Leases. Implies `--leader-election`. For now
+    /// only membership is built: the leader still reconciles every parent.
+    #[arg(long, env = "RECONCILE_HOST_SHARDED")]
+    pub sharded: bool,
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
@@ -129,9 +136,13 @@ impl RunArgs {
             (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
             (None, None) => None,
         };
-        let election = self.host.leader_election.then(|| {
+        let shard = self.sharded.then(|| {
+            let ring = settings.identity.label().to_string();
+            ShardSettings::new(self.lease_namespace(), ring, &lease::identity())
+        });
+        let election = (self.host.leader_election || self.sharded).then(|| {
             lease::Election::leader(
-                (self.leader_election_namespace.clone()).unwrap_or_else(lease::namespace),
+                self.lease_namespace(),
                 self.lease(&settings.identity),
                 lease::identity(),
             )
@@ -142,9 +153,15 @@ impl RunArgs {
             shadow_source,
             metrics_addr: self.host.metrics_addr,
             election,
+            shard,
             conversion: self.conversion.webhook(),
             runtime: self.runtime.config(),
         }
+    }
+
+    /// Where the Leases live: `--leader-election-namespace`, else the Pod's namespace.
+    fn lease_namespace(&self) -> String {
+        (self.leader_election_namespace.clone()).unwrap_or_else(lease::namespace)
     }
 
     /// The Lease of the leader election: `--leader-election-id`, else named after the reconciler, so

@@ -78,6 +78,51 @@ mod run {
     }
 
     #[test]
+    fn sharded_replicas_join_the_ring_of_their_name_and_elect_its_leader() {
+        let options = |extra: &[&str]| {
+            let base = [
+                "reconcile-host",
+                "run",
+                "--parent",
+                "example.com/v1alpha1/MyApp",
+            ];
+            let base =
+                base.into_iter()
+                    .chain(["--child", "apps/v1/Deployment", "--module", "m.wasm"]);
+            match Cli::try_parse_from(base.chain(extra.iter().copied()))
+                .unwrap()
+                .command
+            {
+                Command::Run(args) => args.options(),
+                other => panic!("parsed as {other:?}"),
+            }
+        };
+        let plain = options(&[]);
+        assert!(plain.shard.is_none() && plain.election.is_none());
+        let sharded = options(&[
+            "--sharded",
+            "--name",
+            "apps",
+            "--leader-election-namespace",
+            "ops",
+        ]);
+        let shard = sharded.shard.expect("--sharded joins a ring");
+        assert_eq!(
+            (shard.ring.as_str(), shard.namespace.as_str()),
+            ("apps", "ops")
+        );
+        // The ring's leader is the leader election's holder: --sharded implies it.
+        let election = sharded
+            .election
+            .expect("--sharded elects the ring's leader");
+        assert_eq!(
+            (election.lease.as_str(), election.namespace.as_str()),
+            ("reconcile-host-apps", "ops")
+        );
+        assert_ne!(shard.lease_name(), election.lease);
+    }
+
+    #[test]
     fn the_resync_period_is_off_unless_given_and_read_as_people_write_it() {
         let period = |extra: &[&str]| run_with(extra).unwrap().resync_period;
         assert_eq!(period(&[]), None);

@@ -1,5 +1,6 @@
 //! The `run` command: one reconciler from flags, in this process, with /metrics and health, the parent
-//! CRD's conversion webhook and, with several replicas, a leader election (`crate::lease`).
+//! CRD's conversion webhook and, with several replicas, a leader election (`crate::lease`) and
+//! membership of the reconciler's ring (`crate::shard`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use crate::controller::Settings;
 use crate::conversion::WebhookSettings;
 use crate::guest::{Runtime, RuntimeConfig};
 use crate::lease::{self, Election, Leadership};
+use crate::shard::{Membership, ShardSettings};
 use crate::source::ModuleSource;
 use crate::telemetry::{Health, Metrics, serve};
 
@@ -25,6 +27,8 @@ pub struct RunOptions {
     pub metrics_addr: SocketAddr,
     /// The Lease to hold while writing; `None`: this process is the only writer.
     pub election: Option<Election>,
+    /// The ring this replica joins with a shard Lease of its own (`--sharded`); `None`: no ring.
+    pub shard: Option<ShardSettings>,
     /// The parent CRD's conversion webhook, served with the active module; `None`: no webhook.
     pub conversion: Option<WebhookSettings>,
     /// The guest runtime's limits; the instance count is sized here, from the concurrency.
@@ -45,6 +49,7 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
         shadow_source,
         metrics_addr,
         election,
+        shard,
         conversion,
         runtime,
     } = options;
@@ -64,6 +69,10 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
     // reconciler writes passes the fence.
     let unfenced = lease::connect(config.clone(), None)?;
     let leadership = Leadership::start(election, unfenced.clone(), &metrics);
+    // A ring member holds its own shard Lease beside the leader election (`crate::shard`); so far it
+    // only joins the ring: the leader's fence still gates every reconcile.
+    let membership =
+        (shard.as_ref()).map(|shard| Membership::start(shard, unfenced.clone(), &metrics));
     let client = lease::connect(config, Some(leadership.fence()))?;
 
     // Every replica builds the reconciler, fills its caches and serves the conversion webhook (the
@@ -84,6 +93,10 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
         health.set_ready();
     };
     reconciler.run(shutdown_signal(), ready).await;
+    // The controller has stopped (running reconciles finished): the shard Lease may go.
+    if let Some(membership) = membership {
+        membership.release().await;
+    }
     leadership.release().await;
     Ok(())
 }

@@ -70,10 +70,14 @@
 //! divide by label; each member caches them whole.
 //!
 //! # Built so far
-//! The labels, and `assign`, `ring` and `decide`: pure, table-tested. Membership, the assigner, the
-//! drain acknowledgement, the shard-filtered watches, the fresh list after a rejoin and `serve` are to
-//! come.
+//! The labels, `assign`, `ring` and `decide` (pure, table-tested), and `membership` (each replica's
+//! shard Lease and the ring it observes; `run --sharded`). The assigner, the drain acknowledgement,
+//! the shard-filtered watches, the fresh list after a rejoin and `serve` are to come: until they are,
+//! `--sharded` replicas join the ring while reconciling as with `--leader-election` (the leader only).
 
 pub mod assign;
 pub mod decide;
+pub mod membership;
 pub mod ring;
+
+pub use membership::{Membership, ShardSettings};

@@ -140,6 +140,12 @@ impl HostProcess {
         let _ = self.child.wait();
     }
 
+    /// Asks the process to shut down (SIGTERM, as the kubelet does) and waits until it has.
+    pub fn terminate(&mut self) {
+        self.signal(libc::SIGTERM);
+        let _ = self.child.wait();
+    }
+
     /// Stops the process where it is (SIGSTOP: a long GC pause, a VM stall), until `resume`.
     pub fn pause(&self) {
         self.signal(libc::SIGSTOP);

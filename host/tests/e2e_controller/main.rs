@@ -15,6 +15,7 @@ mod ownership;
 mod plan;
 mod related;
 mod restart;
+mod ring;
 mod shadow;
 mod swap_writes;
 mod update_strategy;
