@@ -28,3 +28,6 @@ pub const SHARD_LABEL_PREFIX: &str = "shard.reconcile-host.dev/";
 /// What the drain label's key puts before a reconciler's identity label: the ring's leader asks the
 /// member holding a parent to release it (the member then removes both labels).
 pub const DRAIN_LABEL_PREFIX: &str = "drain.reconcile-host.dev/";
+/// Label on the children of a sharded reconciler: their parent's UID, by which a member lists the
+/// children of a parent that just moved to it (their shard label still names the member it left).
+pub const PARENT_UID_LABEL: &str = "reconcile-host.dev/parent-uid";

@@ -29,6 +29,7 @@ use super::settings::Settings;
 use crate::guest::Module;
 use crate::identity::{Identity, MANAGER};
 use crate::lease::Fence;
+use crate::shard::Member;
 use crate::strategy::KindStrategy;
 use crate::telemetry::{Metrics, Recorder};
 use crate::validate::{Child, Placement, Rules};
@@ -75,6 +76,9 @@ pub struct Context {
     pub updates: Vec<KindStrategy>,
     /// Whether this replica may write now: a reconcile starts only while it admits (`reconcile`).
     pub fence: Fence,
+    /// This replica in the reconciler's ring, if sharded: it reconciles only the parents assigned to
+    /// it (`shard`), and its caches hold only those and their children.
+    pub shard: Option<Arc<Member>>,
     namespace: Option<String>,
     module: RwLock<Arc<Module>>,
     /// The cache writers, handed once to the watchers that fill `parents` and the children's caches
@@ -171,6 +175,7 @@ impl Context {
             identity: settings.identity.clone(),
             updates: settings.updates.clone(),
             fence: Fence::open(),
+            shard: None,
             namespace: settings.namespace.clone(),
             module: RwLock::new(module),
             parent_writer: std::sync::Mutex::new(Some(parent_writer)),
@@ -305,6 +310,7 @@ impl Context {
             finalizer: self.finalizer.as_deref(),
             updates: &self.updates,
             now: k8s_openapi::jiff::Timestamp::now(),
+            member: self.shard.as_deref(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! server-side apply and pruning (`apply`), the status subresource (`status`) and per-object backoff.
 
 mod backoff;
+mod claim;
 mod context;
 mod decide;
 mod error;
@@ -14,6 +15,7 @@ mod release;
 mod request;
 mod settings;
 
+pub use claim::RECORD;
 pub use context::Context;
 pub use decide::ownership::Claim;
 pub use decide::plan::{HostRules, Plan, Prune, Write, plan};

@@ -9,6 +9,7 @@ use kube::core::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
+use super::claim::{Claimed, RECORD, merge_listed, now_us};
 use super::context::Context;
 use super::decide::plan::plan;
 use super::decide::shadow::comparable;
@@ -27,8 +28,23 @@ pub async fn reconcile(
         return Ok(Action::await_change());
     }
     let key = parent_key(&parent);
+    // A sharded reconciler's parent may be another member's, or handed over now (`claim`).
+    let (parent, fresh) = match ctx.claim(parent).await {
+        Ok(Claimed::Own { parent, fresh }) => (parent, fresh),
+        Ok(Claimed::Done) => return Ok(Action::await_change()),
+        Err(e) if e.parent_gone() => return Ok(Action::await_change()),
+        Err(e) if !ctx.fence.admits_writes() => {
+            tracing::debug!(parent = %key, error = %e, "claim cut short: this replica stepped down");
+            return Ok(Action::await_change());
+        }
+        Err(e) => {
+            tracing::debug!(parent = %key, error = %e, "claiming the parent; retried");
+            return Err(e);
+        }
+    };
     let _timer = ctx.metrics.reconcile_started();
-    let result = match reconcile_inner(&parent, &key, &ctx).await {
+    let started = now_us();
+    let result = match reconcile_inner(&parent, &key, fresh.is_some(), &ctx).await {
         Err(e) if e.parent_gone() => {
             tracing::debug!(parent = %key, "the parent is gone: nothing left to reconcile");
             Ok(Action::await_change())
@@ -40,6 +56,12 @@ pub async fn reconcile(
         // and nothing to report with writes that would be refused too.
         tracing::debug!(parent = %key, "reconcile cut short: this replica stepped down");
         return Ok(Action::await_change());
+    }
+    if let Some(member) = &ctx.shard {
+        tracing::debug!(target: RECORD, parent = %key, member = %member.name, start_us = started, end_us = now_us(), "reconciled");
+        if let (Some(tenure), Ok(_)) = (fresh, &result) {
+            member.verified(uid_of(&parent)?, tenure);
+        }
     }
     ctx.metrics.reconcile_finished(match &result {
         Ok(action) if action == &Action::await_change() => "success",
@@ -66,9 +88,11 @@ pub async fn reconcile(
     result
 }
 
+/// Reconciles `parent`; `listed`: with its children listed from the API server too (`claim`).
 async fn reconcile_inner(
     parent: &Arc<DynamicObject>,
     key: &str,
+    listed: bool,
     ctx: &Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     // Observe and decide what comes first.
@@ -88,7 +112,10 @@ async fn reconcile_inner(
     // The module that selects the related objects is the one that answers, and the one the status
     // names, even if a hot swap lands meanwhile.
     let module = ctx.module();
-    let observed = ctx.observe(parent.metadata.namespace.as_deref(), uid);
+    let mut observed = ctx.observe(parent.metadata.namespace.as_deref(), uid);
+    if listed {
+        observed = merge_listed(observed, ctx.observe_listed(parent, uid).await?);
+    }
 
     // The guest.
     let request = ctx

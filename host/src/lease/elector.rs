@@ -84,8 +84,9 @@ fn decide(spec: &LeaseSpec, me: &str, watched: &mut Option<Watched>, now: Instan
     }
 }
 
-/// `spec` with `me` written in as holder, renewed at `now`.
-fn claimed(spec: &LeaseSpec, me: &str, now: MicroTime) -> LeaseSpec {
+/// `spec` with `me` written in as holder, renewed at `now` (also how a ring's leader takes the Lease
+/// of a member that lapsed, `shard::assigner`).
+pub fn claimed(spec: &LeaseSpec, me: &str, now: MicroTime) -> LeaseSpec {
     let held = spec.holder_identity.as_deref().filter(|h| !h.is_empty());
     let taken = held != Some(me);
     LeaseSpec {

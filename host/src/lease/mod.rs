@@ -9,7 +9,7 @@ mod fence;
 mod watched;
 
 pub use client::connect;
-pub use elector::{Election, Elector, RENEW_DEADLINE, RETRY_PERIOD, Role};
+pub use elector::{Election, Elector, RENEW_DEADLINE, RETRY_PERIOD, Role, claimed};
 pub use fence::{Fence, FencedWrite, is_fenced};
 pub use watched::{LEASE_DURATION, Watched, duration};
 

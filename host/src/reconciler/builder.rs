@@ -21,6 +21,7 @@ use super::follow::{Slot, follow};
 use crate::controller::{Context, DiscoveryError, Settings};
 use crate::guest::{Module, Runtime};
 use crate::lease::Fence;
+use crate::shard::Member;
 use crate::source::{ModuleProblem, ModuleSource, load};
 use crate::telemetry::Metrics;
 
@@ -104,6 +105,7 @@ pub struct ReconcilerBuilder {
     module: ModuleSource,
     shadow: Option<ModuleSource>,
     fence: Fence,
+    member: Option<Arc<Member>>,
 }
 
 impl ReconcilerBuilder {
@@ -125,6 +127,7 @@ impl ReconcilerBuilder {
             module,
             shadow: None,
             fence: Fence::open(),
+            member: None,
         }
     }
 
@@ -133,6 +136,14 @@ impl ReconcilerBuilder {
     /// standby the guest calls whose writes would be refused.
     pub fn fence(mut self, fence: Fence) -> Self {
         self.fence = fence;
+        self
+    }
+
+    /// Reconciles only the parents assigned to `member` in its ring, while its own shard Lease is
+    /// held (its fence replaces `fence`'s); its caches hold only those parents and their children.
+    pub fn member(mut self, member: Member) -> Self {
+        self.fence = member.fence.clone();
+        self.member = Some(Arc::new(member));
         self
     }
 
@@ -176,6 +187,11 @@ impl ReconcilerBuilder {
         let mut follows = Follows(Vec::new());
         let leads = reconcile_all_on_leading(self.fence.clone(), reconcile_all.clone());
         follows.0.push(tokio::spawn(leads));
+        if let Some(member) = self.member.clone() {
+            follows
+                .0
+                .push(tokio::spawn(async move { member.follow_tenures().await }));
+        }
         if let Some(shadow) = self.shadow {
             let updates = shadow.updates(Some(self.client.clone()));
             let (ctx, runtime, reconcile_all) =
@@ -217,6 +233,7 @@ impl ReconcilerBuilder {
             let blocked = match discovered {
                 Ok(mut ctx) => {
                     ctx.fence = self.fence.clone();
+                    ctx.shard = self.member.clone();
                     return Ok(Arc::new(ctx));
                 }
                 Err(e) => Blocked::Discovery(e),

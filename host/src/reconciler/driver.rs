@@ -36,8 +36,16 @@ pub async fn drive(
         .expect("a context is driven once: its parent cache writer is taken");
     let parent_reader = parent_writer.as_reader();
     // Two watches per child kind, filtered by the API server: the children that carry this
-    // reconciler's identity, and the legacy ones that carry no reconciler's (see `observe`).
-    let selectors = [ctx.identity.own_children(), Identity::unnamed_children()];
+    // reconciler's identity, and the legacy ones that carry no reconciler's (see `observe`). A
+    // member of a ring watches only the children labelled for it, and those no member labelled yet
+    // (`shard::Member`).
+    let selectors = match &ctx.shard {
+        None => [ctx.identity.own_children(), Identity::unnamed_children()],
+        Some(member) => [
+            member.own_children(&ctx.identity),
+            member.unsharded_children(),
+        ],
+    };
     let mut children_listed = Vec::new();
     let mut child_streams = Vec::new();
     for (child, writers) in ctx.child_writers() {
@@ -74,13 +82,18 @@ pub async fn drive(
     let parent_listed = Listed::new();
     let parents = {
         let (ctx, parent_listed) = (ctx.clone(), parent_listed.clone());
+        // A member of a ring watches only the parents assigned to it.
+        let config = match &ctx.shard {
+            None => watcher::Config::default(),
+            Some(member) => watcher::Config::default().labels(&member.parents()),
+        };
         async move {
             all_children_listed.await;
             watch_cache(
                 &ctx,
                 &ctx.parent,
                 parent_writer,
-                watcher::Config::default(),
+                config,
                 parent_listed,
                 None,
             )
@@ -97,6 +110,11 @@ pub async fn drive(
     ctx.metrics.count_failing_parents(Box::new(move || {
         weak.upgrade().map_or(0, |ctx| ctx.failing_parents().len())
     }));
+    if ctx.shard.is_some() {
+        let parents = ctx.parents.clone();
+        ctx.metrics
+            .count_shard_parents(Box::new(move || parents.len()));
+    }
     let weak = Arc::downgrade(&ctx);
     ctx.metrics.count_cached_objects(Box::new(move || {
         weak.upgrade().map_or(0, |ctx| ctx.cached_objects())

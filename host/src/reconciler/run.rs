@@ -5,6 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use kube::Api;
+
 use super::builder::{GiveUp, ReconcilerBuilder};
 use super::driver::shutdown_signal;
 use super::webhook;
@@ -12,7 +14,7 @@ use crate::controller::Settings;
 use crate::conversion::WebhookSettings;
 use crate::guest::{Runtime, RuntimeConfig};
 use crate::lease::{self, Election, Leadership};
-use crate::shard::{Membership, ShardSettings};
+use crate::shard::{Assigner, Member, Membership, ShardSettings};
 use crate::source::ModuleSource;
 use crate::telemetry::{Health, Metrics, serve};
 
@@ -69,21 +71,46 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
     // reconciler writes passes the fence.
     let unfenced = lease::connect(config.clone(), None)?;
     let leadership = Leadership::start(election, unfenced.clone(), &metrics);
-    // A ring member holds its own shard Lease beside the leader election (`crate::shard`); so far it
-    // only joins the ring: the leader's fence still gates every reconcile.
+    // A ring member holds its own shard Lease beside the leader election (`crate::shard`): the
+    // leader assigns the parents, and each member reconciles its own while it holds its Lease.
     let membership =
         (shard.as_ref()).map(|shard| Membership::start(shard, unfenced.clone(), &metrics));
-    let client = lease::connect(config, Some(leadership.fence()))?;
+    let leader_client = lease::connect(config.clone(), Some(leadership.fence()))?;
+    let client = match &membership {
+        Some(membership) => lease::connect(config, Some(membership.fence()))?,
+        None => leader_client.clone(),
+    };
+    let (identity, namespace) = (settings.identity.clone(), settings.namespace.clone());
 
     // Every replica builds the reconciler, fills its caches and serves the conversion webhook (the
     // API server calls any replica behind the Service), with the module every replica keeps
     // current; only the one that holds the Lease reconciles, and it reconciles every parent when it
-    // takes the Lease.
-    let reconciler = ReconcilerBuilder::new(settings, client, runtime, metrics.clone(), source)
+    // takes the Lease. A ring member reconciles the parents assigned to it instead.
+    let mut builder = ReconcilerBuilder::new(settings, client, runtime, metrics.clone(), source)
         .shadow(shadow_source)
-        .fence(leadership.fence().clone())
-        .build(&mut GiveUp)
-        .await?;
+        .fence(leadership.fence().clone());
+    if let (Some(shard), Some(membership)) = (&shard, &membership) {
+        let fence = membership.fence().clone();
+        builder = builder.member(Member::new(shard.member.clone(), &identity, fence));
+    }
+    let reconciler = builder.build(&mut GiveUp).await?;
+    let assigner = (shard.as_ref().zip(membership.as_ref())).map(|(shard, membership)| {
+        let ctx = reconciler.context();
+        let assigner = Assigner {
+            client: leader_client.clone(),
+            resource: ctx.parent.resource.clone(),
+            namespace,
+            selector: (ctx.selection.parent_selector.as_ref()).map(ToString::to_string),
+            leases: Api::namespaced(leader_client.clone(), &shard.namespace),
+            ring: membership.ring(),
+            fence: leadership.fence().clone(),
+            me: shard.member.clone(),
+            shard_label: identity.shard_label(),
+            drain_label: identity.drain_label(),
+            metrics: metrics.clone(),
+        };
+        tokio::spawn(assigner.run())
+    });
     if let Some(conversion) = &conversion {
         webhook::serve_conversion(conversion, unfenced, reconciler.context()).await?;
     }
@@ -93,6 +120,9 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
         health.set_ready();
     };
     reconciler.run(shutdown_signal(), ready).await;
+    if let Some(assigner) = assigner {
+        assigner.abort();
+    }
     // The controller has stopped (running reconciles finished): the shard Lease may go.
     if let Some(membership) = membership {
         membership.release().await;

@@ -5,6 +5,7 @@
 //! lapses as time passes).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -75,6 +76,7 @@ pub struct Membership {
     fence: Fence,
     elector: Elector,
     live: watch::Receiver<Vec<String>>,
+    ring: Arc<Mutex<Ring>>,
     observer: JoinHandle<()>,
 }
 
@@ -89,11 +91,13 @@ impl Membership {
         let (live_tx, live) = watch::channel(Vec::new());
         let api: Api<Lease> = Api::namespaced(client, &settings.namespace);
         let config = watcher::Config::default().labels(&settings.ring_selector());
-        let observer = tokio::spawn(observe(api, config, live_tx, metrics.clone()));
+        let ring = Arc::new(Mutex::new(Ring::default()));
+        let observer = tokio::spawn(observe(api, config, ring.clone(), live_tx, metrics.clone()));
         Membership {
             fence,
             elector,
             live,
+            ring,
             observer,
         }
     }
@@ -106,6 +110,11 @@ impl Membership {
     /// The live members as this replica sees them, in name order; changes as the ring does.
     pub fn live(&self) -> watch::Receiver<Vec<String>> {
         self.live.clone()
+    }
+
+    /// The ring as this replica observes it: what the ring's leader decides from (`assigner`).
+    pub fn ring(&self) -> Arc<Mutex<Ring>> {
+        self.ring.clone()
     }
 
     /// Leaves the ring: stops observing and frees the Lease (the leader then moves its parents at
@@ -121,6 +130,7 @@ impl Membership {
 async fn observe(
     api: Api<Lease>,
     config: watcher::Config,
+    ring: Arc<Mutex<Ring>>,
     live: watch::Sender<Vec<String>>,
     metrics: Metrics,
 ) {
@@ -129,7 +139,6 @@ async fn observe(
         .default_backoff()
         .touched_objects()
         .boxed();
-    let mut ring = Ring::default();
     let mut tick = tokio::time::interval(RETRY_PERIOD);
     loop {
         tokio::select! {
@@ -140,7 +149,12 @@ async fn observe(
             },
             _ = tick.tick() => {}
         }
-        judge(&mut ring, &store, &live, &metrics);
+        judge(
+            &mut ring.lock().expect("ring lock poisoned"),
+            &store,
+            &live,
+            &metrics,
+        );
     }
 }
 

@@ -76,8 +76,12 @@
 //! `--sharded` replicas join the ring while reconciling as with `--leader-election` (the leader only).
 
 pub mod assign;
+pub mod assigner;
 pub mod decide;
+pub mod member;
 pub mod membership;
 pub mod ring;
 
+pub use assigner::Assigner;
+pub use member::{Claim, Member};
 pub use membership::{Membership, ShardSettings};

@@ -36,6 +36,13 @@ pub(super) struct TransitionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct ActionLabels {
+    pub(super) controller: String,
+    /// `assign`, `drain`, `reassign` or `fence` (`shard::decide::Action`).
+    pub(super) action: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct ModuleLabels {
     pub(super) controller: String,
     pub(super) digest: String,
@@ -87,6 +94,11 @@ pub(super) struct Families {
     pub(super) cached_objects: Family<ControllerLabels, Gauge>,
     /// Each controller's count of cached objects, taken when scraped (see `count_cached_objects`).
     pub(super) cached_counters: Mutex<HashMap<String, ScrapeCount>>,
+    pub(super) shard_parents: Family<ControllerLabels, Gauge>,
+    /// Each sharded controller's count of the parents it holds, taken when scraped.
+    pub(super) shard_parent_counters: Mutex<HashMap<String, ScrapeCount>>,
+    pub(super) shard_releases: Family<ControllerLabels, Counter>,
+    pub(super) shard_assignments: Family<ActionLabels, Counter>,
     pub(super) runtime_tasks: Gauge,
     /// Each controller's active digest, to take its series down when another replaces it.
     pub(super) active_digests: Mutex<HashMap<String, String>>,
@@ -128,6 +140,10 @@ impl Families {
             failing_counters: Mutex::default(),
             cached_objects: Family::default(),
             cached_counters: Mutex::default(),
+            shard_parents: Family::default(),
+            shard_parent_counters: Mutex::default(),
+            shard_releases: Family::default(),
+            shard_assignments: Family::default(),
             runtime_tasks: Gauge::default(),
             active_digests: Mutex::default(),
         };
@@ -262,6 +278,21 @@ impl Families {
             "reconcile_host_shard_lease_transitions",
             "Times this replica took its own shard Lease (acquired) or stepped down from it (lost: taken by the ring's leader, or not renewed within the renew deadline)",
             f.shard_lease_transitions.clone(),
+        );
+        registry.register(
+            "reconcile_host_shard_parents",
+            "Parents this replica holds in its ring (assigned to it, in its cache), counted when scraped",
+            f.shard_parents.clone(),
+        );
+        registry.register(
+            "reconcile_host_shard_releases",
+            "Parents this replica handed over when the ring's leader asked (drain label): each after its last reconcile of the parent finished",
+            f.shard_releases.clone(),
+        );
+        registry.register(
+            "reconcile_host_shard_assignments",
+            "Writes of the ring's leader, by action: assign (an unassigned parent labelled), drain (a live member asked to release one), reassign (a fenced member's parent moved), fence (a lapsed member's Lease taken or kept)",
+            f.shard_assignments.clone(),
         );
         registry.register(
             "reconcile_host_ring_members",

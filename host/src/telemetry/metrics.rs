@@ -9,8 +9,8 @@ use std::time::Duration;
 
 pub use super::families::ScrapeCount;
 use super::families::{
-    ControllerLabels, DigestLabels, Families, ModuleLabels, ReasonLabels, ResultLabels,
-    TransitionLabels,
+    ActionLabels, ControllerLabels, DigestLabels, Families, ModuleLabels, ReasonLabels,
+    ResultLabels, TransitionLabels,
 };
 
 /// One controller's view of the process's metrics: every figure it records carries its `controller`
@@ -52,7 +52,12 @@ impl Metrics {
         f.module_unavailable.remove(&self.controller);
         f.failing_parents.remove(&self.controller);
         f.cached_objects.remove(&self.controller);
-        for counters in [&f.failing_counters, &f.cached_counters] {
+        f.shard_parents.remove(&self.controller);
+        for counters in [
+            &f.failing_counters,
+            &f.cached_counters,
+            &f.shard_parent_counters,
+        ] {
             (counters.lock().expect("metrics lock poisoned")).remove(&self.controller.controller);
         }
         self.set_active_digest(None);
@@ -255,6 +260,30 @@ impl Metrics {
         f.shard_member.set(i64::from(acquired));
     }
 
+    /// Counts the parents this replica holds in its ring with `counter`, when scraped.
+    pub fn count_shard_parents(&self, counter: ScrapeCount) {
+        (self.families.shard_parent_counters.lock())
+            .expect("metrics lock poisoned")
+            .insert(self.controller.controller.clone(), counter);
+    }
+
+    /// Counts a parent this replica handed over to its ring's leader.
+    pub fn shard_released(&self) {
+        self.families
+            .shard_releases
+            .get_or_create(&self.controller)
+            .inc();
+    }
+
+    /// Counts a write of the ring's leader (`assign`, `drain`, `reassign`, `fence`).
+    pub fn shard_assignment(&self, action: &'static str) {
+        let labels = ActionLabels {
+            controller: self.controller.controller.clone(),
+            action,
+        };
+        self.families.shard_assignments.get_or_create(&labels).inc();
+    }
+
     /// Records how many live members this replica sees in its ring.
     pub fn ring_members(&self, members: usize) {
         self.families.ring_members.set(members as i64);
@@ -276,6 +305,7 @@ impl Metrics {
         let counted = [
             (&f.failing_counters, &f.failing_parents),
             (&f.cached_counters, &f.cached_objects),
+            (&f.shard_parent_counters, &f.shard_parents),
         ];
         for (counters, family) in counted {
             for (controller, count) in counters.lock().expect("metrics lock poisoned").iter() {

@@ -1,8 +1,8 @@
 //! Sharded replicas (`run --sharded`) join one ring: each holds a shard Lease of its own, labelled
 //! with the ring and its member name, and every replica sees the same live members. A replica killed
 //! (SIGKILL: no release) leaves the ring once its Lease has gone unrenewed for its duration; one shut
-//! down (SIGTERM) releases its Lease and leaves at once. Parents are still reconciled by the leader
-//! alone: assignment is to come (`host/src/shard`).
+//! down (SIGTERM) releases its Lease and leaves at once. A parent is assigned to one member, which
+//! labels its children for its own caches (the tests of the handover are in `e2e_sharding`).
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
@@ -78,16 +78,31 @@ async fn sharded_replicas_see_one_ring_that_a_killed_or_stopped_replica_leaves()
         "one Lease per replica, labelled with the ring and its member, held by it"
     );
 
-    // Joining the ring changes nothing for the parents yet: the leader reconciles them.
+    // A parent is assigned to a member, which labels its children for its own caches.
     create_myapp(&client, &namespace, "app", json!({"replicas": 1})).await;
     wait_ready_myapp(&client, &namespace, "app").await;
+    let parent = myapps(&client, &namespace).get("app").await.unwrap();
+    let member =
+        parent.metadata.labels.unwrap_or_default()["shard.reconcile-host.dev/myapp"].clone();
+    assert!(names.contains(&member), "{member} is no member");
+    let child = deployments(&client, &namespace)
+        .get("app-deploy")
+        .await
+        .unwrap();
+    let labels = child.metadata.labels.unwrap_or_default();
+    assert_eq!(labels["shard.reconcile-host.dev/myapp"], member);
+    assert_eq!(
+        Some(&labels["reconcile-host.dev/parent-uid"]),
+        parent.metadata.uid.as_ref()
+    );
 
     // Killed: its Lease stays held by it, unrenewed, and the others see it leave once it lapsed.
     replicas[2].kill();
     wait_ring(&replicas[0], 2.0, "the killed replica leaving a's ring").await;
     wait_ring(&replicas[1], 2.0, "the killed replica leaving b's ring").await;
+    // Its Lease stays (held by it, or taken by the ring's leader if it held a parent).
     let leases = ring_leases(&client, &namespace).await;
-    assert_eq!(leases[2], held[2], "a killed replica releases nothing");
+    assert_eq!(leases[2].0, names[2], "a killed replica releases nothing");
 
     // Shut down: it releases its Lease on the way out, and leaves the ring at once.
     replicas[1].terminate();

@@ -21,6 +21,7 @@ use super::write::{apply_body, owner_reference};
 use crate::guest::Answer;
 use crate::identity::Identity;
 use crate::names::DESIRED_ANNOTATION;
+use crate::shard::Member;
 use crate::strategy::{KindStrategy, Method};
 use crate::validate::{Child, Placement, Rules, validate_in};
 
@@ -43,6 +44,8 @@ pub struct HostRules<'a> {
     pub updates: &'a [KindStrategy],
     /// The time of the decision, which a rolling update's deadline is measured against.
     pub now: Timestamp,
+    /// This replica in the reconciler's ring, if it is sharded: its children carry its labels.
+    pub member: Option<&'a Member>,
 }
 
 /// What carrying out an answer takes.
@@ -147,7 +150,13 @@ pub fn plan<'a>(
             (None, Some(object)) => claim(parent_uid, &id, &object, rules.adopt_orphans)?,
             (None, None) => Claim::Create,
         };
-        let mut body = apply_body(&owner, child, rules.identity);
+        let member = rules.member.map(|m| m.child_labels(parent_uid));
+        let mut body = apply_body(
+            &owner,
+            child,
+            rules.identity,
+            member.as_ref().map_or(&[], |l| l),
+        );
         if strategy_of(rules.updates, child).is_some() {
             let digest = desired_digest(&body);
             let metadata = &mut body["metadata"];

@@ -24,6 +24,7 @@ fn host<'a>(rules: &'a crate::validate::Rules, identity: &'a Identity) -> HostRu
         finalizer: None,
         updates: &[],
         now: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        member: None,
     }
 }
 

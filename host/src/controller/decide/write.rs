@@ -13,8 +13,14 @@ use kube::core::DynamicObject;
 
 /// What the host applies for `child`: the guest's object with the parent as controller, the
 /// managed-by label and the label naming its reconciler `identity` (labels only scope the caches;
-/// they grant nothing), and the reconciler's full name where the label had to shorten it.
-pub fn apply_body(owner: &Value, child: &Child, identity: &Identity) -> Value {
+/// they grant nothing), the reconciler's full name where the label had to shorten it, and the
+/// `member`'s labels of a sharded reconciler (`crate::shard::Member::child_labels`).
+pub fn apply_body(
+    owner: &Value,
+    child: &Child,
+    identity: &Identity,
+    member: &[(&str, &str)],
+) -> Value {
     let mut object = child.object.clone();
     let metadata = &mut object["metadata"];
     metadata["ownerReferences"] = json!([owner]);
@@ -23,6 +29,9 @@ pub fn apply_body(owner: &Value, child: &Child, identity: &Identity) -> Value {
     }
     metadata["labels"][MANAGED_BY_LABEL] = json!(MANAGER);
     metadata["labels"][RECONCILER_LABEL] = json!(identity.label());
+    for (key, value) in member {
+        metadata["labels"][*key] = json!(value);
+    }
     if identity.shortened() {
         if !metadata["annotations"].is_object() {
             metadata["annotations"] = json!({});
@@ -65,7 +74,7 @@ mod tests {
     fn every_child_names_its_reconciler_whatever_the_guest_wrote() {
         let owner = json!({"uid": "u"});
         let forged = child(json!({RECONCILER_LABEL: "c.another", "app": "x"}));
-        let body = apply_body(&owner, &forged, &Identity::cluster_reconciler("mine"));
+        let body = apply_body(&owner, &forged, &Identity::cluster_reconciler("mine"), &[]);
         let labels = &body["metadata"]["labels"];
         assert_eq!(labels[RECONCILER_LABEL], "c.mine");
         assert_eq!(labels[MANAGED_BY_LABEL], MANAGER);
@@ -77,7 +86,7 @@ mod tests {
     fn a_shortened_identity_is_written_in_full_as_an_annotation() {
         let identity = Identity::reconciler("team-a", &"long-name.".repeat(20));
         assert!(identity.shortened());
-        let body = apply_body(&json!({"uid": "u"}), &child(json!(null)), &identity);
+        let body = apply_body(&json!({"uid": "u"}), &child(json!(null)), &identity, &[]);
         let metadata = &body["metadata"];
         assert_eq!(metadata["labels"][RECONCILER_LABEL], identity.label());
         assert_eq!(

@@ -1,0 +1,294 @@
+//! The ring's leader at work: it watches the parents' metadata (not their bodies: a few hundred
+//! bytes each, whatever the parents hold), and on every change of a parent or of the ring, and every
+//! second (a member lapses with no event), decides each parent's action (`decide`) and writes it.
+//!
+//! Every write is conditional on the version decided from, and goes through a client fenced by the
+//! leader Lease: a leader that lost its Lease, or decided on a stale cache, changes nothing. A
+//! parent written and still cached at the version it was written from is passed over until the
+//! watch brings the new one, so a pass never writes one decision twice.
+//!
+//! A member whose Lease the leader took (`Fenced`) keeps it fenced while it still has parents: the
+//! leader renews the taken Lease until the last one moved, so the member cannot stand again (it
+//! waits a Lease's duration unrenewed) while parents it held are moving away.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{ApiResource, Patch, PatchParams, PostParams};
+use kube::core::{DynamicObject, PartialObjectMeta};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use super::assign::assign;
+use super::decide::{Action, Held, decide};
+use super::ring::{Ring, State};
+use crate::lease::{Fence, claimed};
+use crate::telemetry::Metrics;
+
+/// A parent as the leader watches it: its metadata only.
+type Meta = PartialObjectMeta<DynamicObject>;
+
+/// How often the leader decides again without a change: a member lapses by the clock alone.
+const TICK: Duration = Duration::from_secs(1);
+/// Label writes in flight at once.
+const WRITES: usize = 16;
+
+/// What the ring's leader needs: where the parents and the ring's Leases are, written through a
+/// client fenced by the leader Lease, and the ring as this replica observes it.
+pub struct Assigner {
+    /// Every write, fenced by the leader Lease.
+    pub client: Client,
+    /// The parent kind, and the namespace the reconciler watches (`None`: all).
+    pub resource: ApiResource,
+    pub namespace: Option<String>,
+    /// Which parents the reconciler takes (a decorator's selector), as a watch selects them.
+    pub selector: Option<String>,
+    /// The ring's Leases.
+    pub leases: Api<Lease>,
+    pub ring: Arc<Mutex<Ring>>,
+    /// The leader Lease's fence: the assigner writes only while it admits.
+    pub fence: Fence,
+    /// This replica's member name: the holder it writes into a Lease it takes.
+    pub me: String,
+    pub shard_label: String,
+    pub drain_label: String,
+    pub metrics: Metrics,
+}
+
+/// One write the leader decided.
+#[derive(Debug)]
+enum Work {
+    /// Labels of the parent `namespace/name` at `version`: assigned to `to`, or asked to drain.
+    Label {
+        namespace: Option<String>,
+        name: String,
+        uid: String,
+        version: String,
+        to: Option<String>,
+        action: &'static str,
+    },
+    /// Take (or keep) the Lease of `member`.
+    Fence { member: String },
+}
+
+impl Assigner {
+    /// Runs until the task is dropped: the parents' watch and the decisions, in one task so that
+    /// both stop together, and the cache keeps filling while writes are in flight.
+    pub async fn run(self) {
+        let writer = Writer::new(self.resource.clone());
+        let store = writer.as_reader();
+        let changed = Notify::new();
+        let mut config = watcher::Config::default();
+        if let Some(selector) = &self.selector {
+            config = config.labels(selector);
+        }
+        // An `Api` of `PartialObjectMeta` asks for the metadata alone.
+        let api: Api<Meta> = match &self.namespace {
+            Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
+            None => Api::all_with(self.client.clone(), &self.resource),
+        };
+        let stream = reflector::reflector(writer, watcher(api, config))
+            .default_backoff()
+            .touched_objects();
+        let watch = async {
+            let mut stream = std::pin::pin!(stream);
+            loop {
+                match stream.try_next().await {
+                    Ok(Some(_)) => changed.notify_one(),
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "watching the parents' metadata; retried")
+                    }
+                }
+            }
+        };
+        let assign = async {
+            let mut written: HashMap<String, String> = HashMap::new();
+            let mut kept: HashMap<String, Instant> = HashMap::new();
+            loop {
+                tokio::select! {
+                    _ = changed.notified() => {}
+                    _ = tokio::time::sleep(TICK) => {}
+                }
+                if !self.fence.admits_writes() {
+                    continue;
+                }
+                let work = self.decide(&store, &mut written, &mut kept);
+                let fenced = work.iter().any(|w| matches!(w, Work::Fence { .. }));
+                self.carry_out(work, &mut written).await;
+                if fenced {
+                    // The taken Leases' watch lands in a moment: their parents move in the next pass.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    changed.notify_one();
+                }
+            }
+        };
+        tokio::select! {
+            () = watch => {}
+            () = assign => {}
+        }
+    }
+
+    /// The parent kind in `namespace` (`None`: every namespace, or a cluster-scoped kind).
+    fn api(&self, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
+            None => Api::all_with(self.client.clone(), &self.resource),
+        }
+    }
+
+    /// Every write due now, from the parents in `store` and the ring.
+    fn decide(
+        &self,
+        store: &Store<Meta>,
+        written: &mut HashMap<String, String>,
+        kept: &mut HashMap<String, Instant>,
+    ) -> Vec<Work> {
+        let now = Instant::now();
+        let mut ring = self.ring.lock().expect("ring lock poisoned");
+        let live: Vec<String> = ring.live(now).into_iter().map(String::from).collect();
+        let mut work = Vec::new();
+        let mut fence = BTreeSet::new();
+        let mut holding: BTreeSet<String> = BTreeSet::new();
+        let parents = store.state();
+        written.retain(|uid, _| parents.iter().any(|p| p.uid().as_deref() == Some(uid)));
+        for parent in &parents {
+            let (Some(uid), Some(version)) = (parent.uid(), parent.resource_version()) else {
+                continue;
+            };
+            if written.get(&uid) == Some(&version) {
+                continue;
+            }
+            let labels = parent.labels();
+            let held = Held {
+                member: labels.get(&self.shard_label).map(String::as_str),
+                draining: labels.contains_key(&self.drain_label),
+            };
+            let key = match parent.namespace() {
+                Some(namespace) => format!("{namespace}/{}", parent.name_any()),
+                None => parent.name_any(),
+            };
+            let desired = assign(&key, live.iter().map(String::as_str));
+            let label = |to: Option<&str>, action| Work::Label {
+                namespace: parent.namespace(),
+                name: parent.name_any(),
+                uid: uid.clone(),
+                version: version.clone(),
+                to: to.map(String::from),
+                action,
+            };
+            match decide(held, desired, |member| ring.state(member, now)) {
+                Action::Keep => {}
+                Action::Assign { to } => work.push(label(Some(to), "assign")),
+                Action::Drain { .. } => work.push(label(None, "drain")),
+                Action::Reassign { to, .. } => work.push(label(Some(to), "reassign")),
+                Action::Fence { member } => {
+                    fence.insert(member.to_string());
+                }
+            }
+            if let Some(member) = held.member
+                && ring.state(member, now) == State::Fenced
+            {
+                holding.insert(member.to_string());
+            }
+        }
+        // A fenced member that still has parents stays fenced: its taken Lease is renewed.
+        kept.retain(|member, _| holding.contains(member));
+        for member in holding {
+            let due = kept.get(&member).is_none_or(|at| now - *at >= TICK * 2);
+            if due && !fence.contains(&member) {
+                kept.insert(member.clone(), now);
+                fence.insert(member);
+            }
+        }
+        work.extend(fence.into_iter().map(|member| Work::Fence { member }));
+        work
+    }
+
+    /// Writes `work`, at most `WRITES` at a time; records each parent written at its version.
+    async fn carry_out(&self, work: Vec<Work>, written: &mut HashMap<String, String>) {
+        let done: Vec<Option<(String, String)>> = futures::stream::iter(work)
+            .map(|work| self.write(work))
+            .buffer_unordered(WRITES)
+            .collect()
+            .await;
+        written.extend(done.into_iter().flatten());
+    }
+
+    /// One write; the parent's UID and version once written (or found changed meanwhile).
+    async fn write(&self, work: Work) -> Option<(String, String)> {
+        match work {
+            Work::Label {
+                namespace,
+                name,
+                uid,
+                version,
+                to,
+                action,
+            } => {
+                let labels: Value = match &to {
+                    Some(to) => json!({&self.shard_label: to, &self.drain_label: null}),
+                    None => json!({&self.drain_label: "true"}),
+                };
+                let patch = json!({"metadata": {"resourceVersion": version, "labels": labels}});
+                let api = self.api(namespace.as_deref());
+                match api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                {
+                    Ok(_) => {
+                        self.metrics.shard_assignment(action);
+                        tracing::debug!(parent = %name, ?namespace, ?to, action, "assigned");
+                        Some((uid, version))
+                    }
+                    // Changed since: the watch brings the new version, decided anew.
+                    Err(kube::Error::Api(status)) if status.code == 409 => Some((uid, version)),
+                    Err(kube::Error::Api(status)) if status.code == 404 => None,
+                    Err(e) => {
+                        tracing::debug!(parent = %name, error = %e, "assigning; retried");
+                        None
+                    }
+                }
+            }
+            Work::Fence { member } => {
+                self.take(&member).await;
+                None
+            }
+        }
+    }
+
+    /// Takes `member`'s Lease as last observed (conditional on that version: it fails if the member
+    /// renewed meanwhile), or renews it if already taken.
+    async fn take(&self, member: &str) {
+        let lease = {
+            let ring = self.ring.lock().expect("ring lock poisoned");
+            ring.lease(member).cloned()
+        };
+        let Some(mut lease) = lease else {
+            // Never seen, or gone: nothing to take, and nothing it could write with.
+            return;
+        };
+        let spec = lease.spec.take().unwrap_or_default();
+        lease.spec = Some(claimed(&spec, &self.me, MicroTime(jiff::Timestamp::now())));
+        let name = lease.name_any();
+        match self
+            .leases
+            .replace(&name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => {
+                self.metrics.shard_assignment("fence");
+                tracing::info!(%member, lease = %name, "took the Lease of a member that lapsed");
+            }
+            Err(e) => tracing::debug!(%member, error = %e, "taking a member's Lease; retried"),
+        }
+    }
+}
