@@ -18,4 +18,11 @@ pub struct HostArgs {
     /// `--leader-election-id`; `serve`: `reconcile-host-platform`).
     #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION")]
     pub leader_election: bool,
+    /// Spread the parents over the replicas: each holds a shard Lease of its own (labelled
+    /// `reconcile-host.dev/ring`, in the leader election's namespace) and reconciles only the parents
+    /// the ring's leader assigns it (label `shard.reconcile-host.dev/<reconciler>`). Implies
+    /// `--leader-election` (the leader assigns). `run`: a ring per reconciler; `serve`: one ring for
+    /// the platform, the labels written as each reconciler's ServiceAccount.
+    #[arg(long, env = "RECONCILE_HOST_SHARDED")]
+    pub sharded: bool,
 }

@@ -59,12 +59,6 @@ pub struct RunArgs {
     /// Name of the Lease (default: reconcile-host-<name>, see `--name`).
     #[arg(long, env = "RECONCILE_HOST_LEADER_ELECTION_ID")]
     pub leader_election_id: Option<String>,
-    /// Join a ring of this reconciler's replicas: each holds a shard Lease of its own
-    /// (`reconcile-host-<name>.<pod>`, labelled `reconcile-host.dev/ring=<name>`) in the leader
-    /// election's namespace, and sees the ring of live Leases. Implies `--leader-election`. For now
-    /// only membership is built: the leader still reconciles every parent.
-    #[arg(long, env = "RECONCILE_HOST_SHARDED")]
-    pub sharded: bool,
     /// Only parents in this namespace (default: all namespaces).
     #[arg(long, env = "RECONCILE_HOST_NAMESPACE")]
     pub namespace: Option<String>,
@@ -136,11 +130,11 @@ impl RunArgs {
             (None, Some(cm)) => Some(ModuleSource::ConfigMap(cm.clone())),
             (None, None) => None,
         };
-        let shard = self.sharded.then(|| {
+        let shard = self.host.sharded.then(|| {
             let ring = settings.identity.label().to_string();
             ShardSettings::new(self.lease_namespace(), ring, &lease::identity())
         });
-        let election = (self.host.leader_election || self.sharded).then(|| {
+        let election = (self.host.leader_election || self.host.sharded).then(|| {
             lease::Election::leader(
                 self.lease_namespace(),
                 self.lease(&settings.identity),

@@ -40,7 +40,8 @@ impl ServeArgs {
     pub fn options(&self) -> ServeOptions {
         ServeOptions {
             metrics_addr: self.host.metrics_addr,
-            leader_election: self.host.leader_election,
+            leader_election: self.host.leader_election || self.host.sharded,
+            sharded: self.host.sharded,
             reconciler_selector: self.reconciler_selector.clone(),
             max_guest_instances: self.max_guest_instances,
             resync_period: self.policy.period(),

@@ -186,6 +186,11 @@ impl Context {
         })
     }
 
+    /// The one namespace it watches (`None`: all, or a cluster-scoped parent kind).
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
     /// The active module; a hot swap replaces it between calls, never during one.
     pub fn module(&self) -> Arc<Module> {
         self.module.read().expect("module lock poisoned").clone()

@@ -19,6 +19,7 @@ use crate::conversion::{RouteSettings, Routes, SecretRef, ServedRoute};
 use crate::guest::{Runtime, RuntimeConfig};
 use crate::lease::{self, Fence};
 use crate::reconciler::{Blocked, ReconcilerBuilder, Startup, Waiting, serve_conversion_route};
+use crate::shard::{Joined, Member};
 use crate::source::oci::OciSettings;
 use crate::source::{ModuleProblem, ModuleSource};
 use crate::telemetry::{Metrics, Recorder};
@@ -51,6 +52,9 @@ pub struct Shared {
     /// Whether this replica may write: every replica runs each reconciler (caches, conversion);
     /// only the one that holds the Lease reconciles and writes status.
     pub fence: Fence,
+    /// The platform's ring, if sharded: each reconciler reconciles the parents assigned to this
+    /// replica, while it holds its own shard Lease.
+    pub joined: Option<Joined>,
     /// The shared conversion webhook port's routes (`--conversion-webhook-addr`), if it has one.
     pub routes: Option<Arc<Routes>>,
 }
@@ -173,12 +177,19 @@ impl Run {
                     .await;
             }
         };
-        // Two clients as the reconciler: its reconciles write through the fenced one; its module
-        // source and conversion route (whose caBundle every replica keeps) through the other.
+        // Clients as the reconciler: its reconciles write through the fenced one (by this replica's
+        // shard Lease when sharded); its module source and conversion route (whose caBundle every
+        // replica keeps) through the unfenced one; a sharded reconciler's parents are assigned
+        // through one fenced by the leader Lease.
         let user = &self.definition.user;
-        let clients = impersonating(&self.shared.config, user, Some(&self.shared.fence))
-            .and_then(|fenced| Ok((fenced, impersonating(&self.shared.config, user, None)?)));
-        let (client, unfenced) = match clients {
+        let shared = &self.shared;
+        let reconciles = (shared.joined.as_ref()).map_or(&shared.fence, |joined| &joined.fence);
+        let clients = impersonating(&shared.config, user, Some(reconciles)).and_then(|fenced| {
+            let unfenced = impersonating(&shared.config, user, None)?;
+            let assigns = impersonating(&shared.config, user, Some(&shared.fence))?;
+            Ok((fenced, unfenced, assigns))
+        });
+        let (client, unfenced, assigns) = match clients {
             Ok(clients) => clients,
             Err(e) => {
                 return self
@@ -194,11 +205,15 @@ impl Run {
         let module = self.module_source(&self.definition.module, &unfenced);
         let shadow = (self.definition.shadow_module.as_ref())
             .map(|shadow| self.module_source(shadow, &unfenced));
-        let builder =
+        let identity = settings.identity.clone();
+        let mut builder =
             ReconcilerBuilder::new(settings, client, runtime, self.metrics.clone(), module)
                 .events_as(self.shared.client.clone())
                 .shadow(shadow)
                 .fence(self.shared.fence.clone());
+        if let Some(joined) = &self.shared.joined {
+            builder = builder.member(Member::joining(joined, &identity));
+        }
         let reconciler = match builder.build(&mut ReportOnStatus(self)).await {
             Ok(reconciler) => reconciler,
             Err(blocked) => {
@@ -225,12 +240,25 @@ impl Run {
         let shutdown = async move {
             let _ = stop.wait_for(|stop| *stop).await;
         };
+        // The ring leader's assignment of this reconciler's parents, for as long as it runs.
+        let assigner = (self.shared.joined.as_ref()).map(|joined| {
+            let (client, fence) = (self.shared.client.clone(), self.shared.fence.clone());
+            reconciler.assigner(joined, assigns, client, fence)
+        });
+        let assigning = async move {
+            match assigner {
+                Some(assigner) => assigner.run().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(assigning);
         let controller = reconciler.run(shutdown, move || on_synced.store(true, Ordering::Relaxed));
         tokio::pin!(controller);
         let mut tick = tokio::time::interval(STATUS_PERIOD);
         loop {
             tokio::select! {
                 _ = &mut controller => break,
+                () = &mut assigning => {}
                 _ = tick.tick() => {
                     let report = running_report(&ctx, synced.load(Ordering::Relaxed));
                     self.report(report).await;

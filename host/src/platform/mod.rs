@@ -27,12 +27,16 @@ use crate::conversion::{self, Routes};
 use crate::guest::{Runtime, RuntimeConfig};
 use crate::lease::{self, Election, Leadership};
 use crate::reconciler::shutdown_signal;
+use crate::shard::{Membership, ShardSettings};
 use crate::source::oci::OciSettings;
 use crate::telemetry::{Health, Metrics, Recorder, serve as serve_http};
 use instance::Shared;
 pub use instance::impersonating;
 use manager::Manager;
 use spec::Scope;
+
+/// The name of the platform's ring: its shard Leases carry `reconcile-host.dev/ring=platform`.
+const PLATFORM_RING: &str = "platform";
 
 /// Everything `serve` needs, as plain values: the command line builds it (`cli::ServeArgs`).
 #[derive(Clone, Debug)]
@@ -42,6 +46,8 @@ pub struct ServeOptions {
     /// Elect a leader among replicas on the Lease `reconcile-host-platform`; only the leader runs
     /// controllers (every replica serves conversions).
     pub leader_election: bool,
+    /// Spread every reconciler's parents over the replicas: one ring for the platform (`crate::shard`).
+    pub sharded: bool,
     /// Only reconciler objects matching this label selector (several platforms in one cluster).
     pub reconciler_selector: Option<String>,
     /// Guest instances alive at once, over all reconcilers (the pool reserves this many slots).
@@ -83,7 +89,14 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
     });
     // Every replica follows the reconcilers, runs their controllers and serves their conversions (the
     // API server calls any replica behind a Service); only the Lease's holder reconciles and writes.
-    let leadership = Leadership::start(election, lease::connect(config.clone(), None)?, &metrics);
+    let unfenced = lease::connect(config.clone(), None)?;
+    let leadership = Leadership::start(election, unfenced.clone(), &metrics);
+    // One ring for the platform: one shard Lease per replica, however many reconcilers it runs.
+    let membership = options.sharded.then(|| {
+        let shard =
+            ShardSettings::new(lease::namespace(), PLATFORM_RING.into(), &lease::identity());
+        Membership::start(&shard, unfenced, &metrics)
+    });
     let client = lease::connect(config.clone(), Some(leadership.fence()))?;
     let routes = match options.conversion_addr {
         Some(addr) => {
@@ -105,6 +118,7 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
         adopt_orphans: options.adopt_orphans,
         oci: options.oci,
         fence: leadership.fence().clone(),
+        joined: membership.as_ref().map(Membership::joined),
         routes,
     });
 
@@ -151,6 +165,9 @@ async fn serve_async(options: ServeOptions) -> anyhow::Result<()> {
     }
     tracing::info!("shutting down every reconciler");
     manager.stop_all().await;
+    if let Some(membership) = membership {
+        membership.release().await;
+    }
     leadership.release().await;
     Ok(())
 }

@@ -21,7 +21,7 @@ use super::follow::{Slot, follow};
 use crate::controller::{Context, DiscoveryError, Settings};
 use crate::guest::{Module, Runtime};
 use crate::lease::Fence;
-use crate::shard::Member;
+use crate::shard::{Assigner, Joined, Member};
 use crate::source::{ModuleProblem, ModuleSource, load};
 use crate::telemetry::Metrics;
 
@@ -280,6 +280,32 @@ pub struct Reconciler {
 impl Reconciler {
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
+    }
+
+    /// The ring leader's part for this reconciler in the ring `joined`: its parents assigned by
+    /// labels written through `client` (`serve`: as the reconciler's ServiceAccount), members'
+    /// Leases taken through `leases` (the host's own client), both fenced by the leader Lease `fence`.
+    pub fn assigner(
+        &self,
+        joined: &Joined,
+        client: Client,
+        leases: Client,
+        fence: Fence,
+    ) -> Assigner {
+        let ctx = &self.ctx;
+        Assigner {
+            client,
+            resource: ctx.parent.resource.clone(),
+            namespace: ctx.namespace().map(str::to_string),
+            selector: (ctx.selection.parent_selector.as_ref()).map(ToString::to_string),
+            leases: kube::Api::namespaced(leases, &joined.namespace),
+            ring: joined.ring.clone(),
+            fence,
+            me: joined.member.clone(),
+            shard_label: ctx.identity.shard_label(),
+            drain_label: ctx.identity.drain_label(),
+            metrics: ctx.metrics.clone(),
+        }
     }
 
     /// Runs the watches and the controller until `shutdown` (running reconciles finish); `synced` is

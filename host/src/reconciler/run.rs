@@ -5,8 +5,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use kube::Api;
-
 use super::builder::{GiveUp, ReconcilerBuilder};
 use super::driver::shutdown_signal;
 use super::webhook;
@@ -14,7 +12,7 @@ use crate::controller::Settings;
 use crate::conversion::WebhookSettings;
 use crate::guest::{Runtime, RuntimeConfig};
 use crate::lease::{self, Election, Leadership};
-use crate::shard::{Assigner, Member, Membership, ShardSettings};
+use crate::shard::{Member, Membership, ShardSettings};
 use crate::source::ModuleSource;
 use crate::telemetry::{Health, Metrics, serve};
 
@@ -80,7 +78,7 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
         Some(membership) => lease::connect(config, Some(membership.fence()))?,
         None => leader_client.clone(),
     };
-    let (identity, namespace) = (settings.identity.clone(), settings.namespace.clone());
+    let identity = settings.identity.clone();
 
     // Every replica builds the reconciler, fills its caches and serves the conversion webhook (the
     // API server calls any replica behind the Service), with the module every replica keeps
@@ -89,26 +87,19 @@ async fn run_async(options: RunOptions) -> anyhow::Result<()> {
     let mut builder = ReconcilerBuilder::new(settings, client, runtime, metrics.clone(), source)
         .shadow(shadow_source)
         .fence(leadership.fence().clone());
-    if let (Some(shard), Some(membership)) = (&shard, &membership) {
-        let fence = membership.fence().clone();
-        builder = builder.member(Member::new(shard.member.clone(), &identity, fence));
+    if let Some(membership) = &membership {
+        builder = builder.member(Member::joining(&membership.joined(), &identity));
     }
     let reconciler = builder.build(&mut GiveUp).await?;
-    let assigner = (shard.as_ref().zip(membership.as_ref())).map(|(shard, membership)| {
-        let ctx = reconciler.context();
-        let assigner = Assigner {
-            client: leader_client.clone(),
-            resource: ctx.parent.resource.clone(),
-            namespace,
-            selector: (ctx.selection.parent_selector.as_ref()).map(ToString::to_string),
-            leases: Api::namespaced(leader_client.clone(), &shard.namespace),
-            ring: membership.ring(),
-            fence: leadership.fence().clone(),
-            me: shard.member.clone(),
-            shard_label: identity.shard_label(),
-            drain_label: identity.drain_label(),
-            metrics: metrics.clone(),
-        };
+    // The leader of the ring assigns the parents (every member runs the assigner; the leader Lease's
+    // fence lets one write).
+    let assigner = membership.as_ref().map(|membership| {
+        let assigner = reconciler.assigner(
+            &membership.joined(),
+            leader_client.clone(),
+            leader_client.clone(),
+            leadership.fence().clone(),
+        );
         tokio::spawn(assigner.run())
     });
     if let Some(conversion) = &conversion {

@@ -38,6 +38,8 @@ type Meta = PartialObjectMeta<DynamicObject>;
 
 /// How often the leader decides again without a change: a member lapses by the clock alone.
 const TICK: Duration = Duration::from_secs(1);
+/// How long the leader waits after a change for the ones that come with it.
+const COALESCE: Duration = Duration::from_millis(100);
 /// Label writes in flight at once.
 const WRITES: usize = 16;
 
@@ -115,7 +117,8 @@ impl Assigner {
             let mut kept: HashMap<String, Instant> = HashMap::new();
             loop {
                 tokio::select! {
-                    _ = changed.notified() => {}
+                    // A burst of changes (a list, many writes landing) makes one pass.
+                    _ = changed.notified() => tokio::time::sleep(COALESCE).await,
                     _ = tokio::time::sleep(TICK) => {}
                 }
                 if !self.fence.admits_writes() {
@@ -158,13 +161,14 @@ impl Assigner {
         let mut work = Vec::new();
         let mut fence = BTreeSet::new();
         let mut holding: BTreeSet<String> = BTreeSet::new();
-        let parents = store.state();
-        written.retain(|uid, _| parents.iter().any(|p| p.uid().as_deref() == Some(uid)));
-        for parent in &parents {
+        // The parents still cached at the version they were written from; the others are done with.
+        let mut pending = HashMap::new();
+        for parent in store.state() {
             let (Some(uid), Some(version)) = (parent.uid(), parent.resource_version()) else {
                 continue;
             };
             if written.get(&uid) == Some(&version) {
+                pending.insert(uid, version);
                 continue;
             }
             let labels = parent.labels();
@@ -200,6 +204,7 @@ impl Assigner {
                 holding.insert(member.to_string());
             }
         }
+        *written = pending;
         // A fenced member that still has parents stays fenced: its taken Lease is renewed.
         kept.retain(|member, _| holding.contains(member));
         for member in holding {

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::membership::Joined;
 use crate::identity::Identity;
 use crate::lease::Fence;
 use crate::names::{MANAGED_BY_LABEL, MANAGER, PARENT_UID_LABEL};
@@ -72,6 +73,11 @@ impl Member {
             verified: Mutex::default(),
             tenure: AtomicU64::new(0),
         }
+    }
+
+    /// This replica's member of the ring it `joined`, for the reconciler `identity`.
+    pub fn joining(joined: &Joined, identity: &Identity) -> Member {
+        Member::new(joined.member.clone(), identity, joined.fence.clone())
     }
 
     /// The current tenure: changes each time the fence opens or closes.

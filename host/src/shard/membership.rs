@@ -71,8 +71,20 @@ impl ShardSettings {
     }
 }
 
+/// What the reconcilers of a replica that joined a ring share: its member name, the fence of its
+/// own shard Lease, and the ring as it observes it.
+#[derive(Clone)]
+pub struct Joined {
+    pub member: String,
+    /// Where the ring's Leases live.
+    pub namespace: String,
+    pub fence: Fence,
+    pub ring: Arc<Mutex<Ring>>,
+}
+
 /// This replica in its ring: its own Lease held, the ring observed. Ends with `release`.
 pub struct Membership {
+    settings: ShardSettings,
     fence: Fence,
     elector: Elector,
     live: watch::Receiver<Vec<String>>,
@@ -94,6 +106,7 @@ impl Membership {
         let ring = Arc::new(Mutex::new(Ring::default()));
         let observer = tokio::spawn(observe(api, config, ring.clone(), live_tx, metrics.clone()));
         Membership {
+            settings: settings.clone(),
             fence,
             elector,
             live,
@@ -112,9 +125,14 @@ impl Membership {
         self.live.clone()
     }
 
-    /// The ring as this replica observes it: what the ring's leader decides from (`assigner`).
-    pub fn ring(&self) -> Arc<Mutex<Ring>> {
-        self.ring.clone()
+    /// What its reconcilers share: who it is in the ring, its fence, the ring it observes.
+    pub fn joined(&self) -> Joined {
+        Joined {
+            member: self.settings.member.clone(),
+            namespace: self.settings.namespace.clone(),
+            fence: self.fence.clone(),
+            ring: self.ring.clone(),
+        }
     }
 
     /// Leaves the ring: stops observing and frees the Lease (the leader then moves its parents at

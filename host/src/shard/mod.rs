@@ -84,4 +84,4 @@ pub mod ring;
 
 pub use assigner::Assigner;
 pub use member::{Claim, Member};
-pub use membership::{Membership, ShardSettings};
+pub use membership::{Joined, Membership, ShardSettings};
