@@ -9,4 +9,5 @@ mod platform;
 mod platform_conversion;
 mod platform_isolation;
 mod platform_oci;
+mod platform_sharded;
 mod related_platform;
