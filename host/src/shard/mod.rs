@@ -50,9 +50,10 @@
 //! without it every replica would cache every parent. The key is the host's own (our prefix, the
 //! reconciler's name), written with the host's field manager, so the kind's owner keeps it through
 //! its own applies; the cost is one write per parent when assigned or moved. The leader assigns only
-//! parents the decorator's selector takes, and keeps following (a second watch on the shard label's
-//! presence) those that stop matching, whose member still has to release them. Cluster-scoped parents
-//! need nothing else: the key has no namespace part.
+//! parents the decorator's selector takes (its watch selects them). One that stops matching stays
+//! with its member, which releases its children as an unsharded decorator does; it is not moved
+//! again until it matches again (a second watch on the shard label's presence would let the leader
+//! follow it: not built). Cluster-scoped parents need nothing else: the key has no namespace part.
 //!
 //! # `run` and `serve`
 //! `run --sharded`: one ring per reconciler, named by its identity, its Leases in the leader
@@ -63,17 +64,21 @@
 //! ServiceAccount (which then needs `patch` on its parent kind).
 //!
 //! # Children and related objects
-//! Children carry the shard label of their parent's member, written with every apply (no extra write
-//! while it does not change); a member's child caches then select it as the parent watch does. A
-//! parent's new member relabels its children (found by the parent's UID, one list per child kind)
-//! before its first reconcile of it. Related objects are not the host's to write: their caches do not
-//! divide by label; each member caches them whole.
+//! Children carry the shard label of their parent's member and their parent's UID
+//! (`reconcile-host.dev/parent-uid`), written with every apply (no extra write while they do not
+//! change); a member's child caches select its own label, plus the children no member labelled yet
+//! (made before the reconciler was sharded), which every member caches until its first apply labels
+//! them. A parent's first reconcile in each of its member's tenures reads the parent and lists its
+//! children by the parent-UID label from the API server (`member`): a parent that just moved has its
+//! children labelled for the member it left, in no cache of its new one, and after a lost Lease the
+//! parent cache may hold parents moved away meanwhile. Its apply then labels the children for the new
+//! member. Related objects are not the host's to write: their caches do not divide by label; each
+//! member caches them whole.
 //!
-//! # Built so far
-//! The labels, `assign`, `ring` and `decide` (pure, table-tested), and `membership` (each replica's
-//! shard Lease and the ring it observes; `run --sharded`). The assigner, the drain acknowledgement,
-//! the shard-filtered watches, the fresh list after a rejoin and `serve` are to come: until they are,
-//! `--sharded` replicas join the ring while reconciling as with `--leader-election` (the leader only).
+//! # The pieces
+//! `assign`, `ring`, `decide` and `member::claim` decide (pure, table-tested); `membership` holds
+//! this replica's shard Lease and observes the ring; `assigner` is the ring leader's loop;
+//! `controller::claim` carries out a member's claim inside each reconcile.
 
 pub mod assign;
 pub mod assigner;
