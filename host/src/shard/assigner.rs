@@ -20,8 +20,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{ApiResource, Patch, PatchParams, PostParams};
 use kube::core::{DynamicObject, PartialObjectMeta};
+use kube::runtime::reflector;
 use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
@@ -65,8 +65,89 @@ pub struct Assigner {
     pub metrics: Metrics,
 }
 
+/// What the leader remembers between passes.
+#[derive(Default)]
+struct Memory {
+    /// Parents written (or found changed), by UID, with the version they were decided from.
+    written: HashMap<String, String>,
+    /// Fenced members whose taken Lease was last renewed, and when.
+    kept: HashMap<String, Instant>,
+}
+
+impl Memory {
+    /// Every write due at `now`, from `parents` (their shard and drain label keys: `labels`) and
+    /// the `ring`.
+    fn decide(
+        &mut self,
+        parents: impl IntoIterator<Item = Arc<Meta>>,
+        ring: &mut Ring,
+        (shard_label, drain_label): (&str, &str),
+        now: Instant,
+    ) -> Vec<Work> {
+        let live: Vec<String> = ring.live(now).into_iter().map(String::from).collect();
+        let mut work = Vec::new();
+        let mut fence = BTreeSet::new();
+        let mut holding: BTreeSet<String> = BTreeSet::new();
+        // The parents still cached at the version they were written from; the others are done with.
+        let mut pending = HashMap::new();
+        for parent in parents {
+            let (Some(uid), Some(version)) = (parent.uid(), parent.resource_version()) else {
+                continue;
+            };
+            let labels = parent.labels();
+            let held = Held {
+                member: labels.get(shard_label).map(String::as_str),
+                draining: labels.contains_key(drain_label),
+            };
+            if let Some(member) = held.member
+                && ring.state(member, now) == State::Fenced
+            {
+                holding.insert(member.to_string());
+            }
+            if self.written.get(&uid) == Some(&version) {
+                pending.insert(uid, version);
+                continue;
+            }
+            let key = match parent.namespace() {
+                Some(namespace) => format!("{namespace}/{}", parent.name_any()),
+                None => parent.name_any(),
+            };
+            let desired = assign(&key, live.iter().map(String::as_str));
+            let label = |to: Option<&str>, action| Work::Label {
+                namespace: parent.namespace(),
+                name: parent.name_any(),
+                uid: uid.clone(),
+                version: version.clone(),
+                to: to.map(String::from),
+                action,
+            };
+            match decide(held, desired, |member| ring.state(member, now)) {
+                Action::Keep => {}
+                Action::Assign { to } => work.push(label(Some(to), "assign")),
+                Action::Drain { .. } => work.push(label(None, "drain")),
+                Action::Reassign { to, .. } => work.push(label(Some(to), "reassign")),
+                Action::Fence { member } => {
+                    fence.insert(member.to_string());
+                }
+            }
+        }
+        self.written = pending;
+        // A fenced member that still has parents stays fenced: its taken Lease is renewed.
+        self.kept.retain(|member, _| holding.contains(member));
+        for member in holding {
+            let due = (self.kept.get(&member)).is_none_or(|at| now - *at >= TICK * 2);
+            if due && !fence.contains(&member) {
+                self.kept.insert(member.clone(), now);
+                fence.insert(member);
+            }
+        }
+        work.extend(fence.into_iter().map(|member| Work::Fence { member }));
+        work
+    }
+}
+
 /// One write the leader decided.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 enum Work {
     /// Labels of the parent `namespace/name` at `version`: assigned to `to`, or asked to drain.
     Label {
@@ -113,8 +194,7 @@ impl Assigner {
             }
         };
         let assign = async {
-            let mut written: HashMap<String, String> = HashMap::new();
-            let mut kept: HashMap<String, Instant> = HashMap::new();
+            let mut memory = Memory::default();
             loop {
                 tokio::select! {
                     // A burst of changes (a list, many writes landing) makes one pass.
@@ -124,9 +204,13 @@ impl Assigner {
                 if !self.fence.admits_writes() {
                     continue;
                 }
-                let work = self.decide(&store, &mut written, &mut kept);
+                let work = {
+                    let mut ring = self.ring.lock().expect("ring lock poisoned");
+                    let labels = (self.shard_label.as_str(), self.drain_label.as_str());
+                    memory.decide(store.state(), &mut ring, labels, Instant::now())
+                };
                 let fenced = work.iter().any(|w| matches!(w, Work::Fence { .. }));
-                self.carry_out(work, &mut written).await;
+                self.carry_out(work, &mut memory.written).await;
                 if fenced {
                     // The taken Leases' watch lands in a moment: their parents move in the next pass.
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -146,76 +230,6 @@ impl Assigner {
             Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
             None => Api::all_with(self.client.clone(), &self.resource),
         }
-    }
-
-    /// Every write due now, from the parents in `store` and the ring.
-    fn decide(
-        &self,
-        store: &Store<Meta>,
-        written: &mut HashMap<String, String>,
-        kept: &mut HashMap<String, Instant>,
-    ) -> Vec<Work> {
-        let now = Instant::now();
-        let mut ring = self.ring.lock().expect("ring lock poisoned");
-        let live: Vec<String> = ring.live(now).into_iter().map(String::from).collect();
-        let mut work = Vec::new();
-        let mut fence = BTreeSet::new();
-        let mut holding: BTreeSet<String> = BTreeSet::new();
-        // The parents still cached at the version they were written from; the others are done with.
-        let mut pending = HashMap::new();
-        for parent in store.state() {
-            let (Some(uid), Some(version)) = (parent.uid(), parent.resource_version()) else {
-                continue;
-            };
-            if written.get(&uid) == Some(&version) {
-                pending.insert(uid, version);
-                continue;
-            }
-            let labels = parent.labels();
-            let held = Held {
-                member: labels.get(&self.shard_label).map(String::as_str),
-                draining: labels.contains_key(&self.drain_label),
-            };
-            let key = match parent.namespace() {
-                Some(namespace) => format!("{namespace}/{}", parent.name_any()),
-                None => parent.name_any(),
-            };
-            let desired = assign(&key, live.iter().map(String::as_str));
-            let label = |to: Option<&str>, action| Work::Label {
-                namespace: parent.namespace(),
-                name: parent.name_any(),
-                uid: uid.clone(),
-                version: version.clone(),
-                to: to.map(String::from),
-                action,
-            };
-            match decide(held, desired, |member| ring.state(member, now)) {
-                Action::Keep => {}
-                Action::Assign { to } => work.push(label(Some(to), "assign")),
-                Action::Drain { .. } => work.push(label(None, "drain")),
-                Action::Reassign { to, .. } => work.push(label(Some(to), "reassign")),
-                Action::Fence { member } => {
-                    fence.insert(member.to_string());
-                }
-            }
-            if let Some(member) = held.member
-                && ring.state(member, now) == State::Fenced
-            {
-                holding.insert(member.to_string());
-            }
-        }
-        *written = pending;
-        // A fenced member that still has parents stays fenced: its taken Lease is renewed.
-        kept.retain(|member, _| holding.contains(member));
-        for member in holding {
-            let due = kept.get(&member).is_none_or(|at| now - *at >= TICK * 2);
-            if due && !fence.contains(&member) {
-                kept.insert(member.clone(), now);
-                fence.insert(member);
-            }
-        }
-        work.extend(fence.into_iter().map(|member| Work::Fence { member }));
-        work
     }
 
     /// Writes `work`, at most `WRITES` at a time; records each parent written at its version.
@@ -297,3 +311,7 @@ impl Assigner {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "assigner_tests.rs"]
+mod tests;

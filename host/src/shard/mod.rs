@@ -83,6 +83,8 @@
 pub mod assign;
 pub mod assigner;
 pub mod decide;
+#[cfg(test)]
+mod fixtures;
 pub mod member;
 pub mod membership;
 pub mod ring;

@@ -129,28 +129,8 @@ fn judge(member: &str, observed: &Observed, now: Instant) -> State {
 mod tests {
     use std::time::Duration;
 
-    use k8s_openapi::api::coordination::v1::LeaseSpec;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-    use kube::api::ObjectMeta;
-
+    use super::super::fixtures::lease;
     use super::*;
-
-    /// `member`'s Lease, held by `holder`, renewed at `renewed` (seconds, by the holder's clock).
-    fn lease(member: &str, holder: &str, renewed: i64) -> Lease {
-        Lease {
-            metadata: ObjectMeta {
-                name: Some(format!("shard-{member}")),
-                labels: Some([(MEMBER_LABEL.to_string(), member.to_string())].into()),
-                ..Default::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(holder.into()),
-                renew_time: Some(MicroTime(jiff::Timestamp::from_second(renewed).unwrap())),
-                lease_duration_seconds: Some(10),
-                ..Default::default()
-            }),
-        }
-    }
 
     #[test]
     fn a_member_is_live_until_watched_unrenewed_for_its_duration_on_the_observers_clock() {
