@@ -163,9 +163,25 @@ enum Work {
 }
 
 impl Assigner {
-    /// Runs until the task is dropped: the parents' watch and the decisions, in one task so that
-    /// both stop together, and the cache keeps filling while writes are in flight.
+    /// Runs until the task is dropped: while this replica leads, the parents' watch and the
+    /// decisions (in one task, so that both stop together and the cache keeps filling while writes
+    /// are in flight). A replica that does not lead watches nothing: the parents' metadata is the
+    /// leader's memory alone.
     pub async fn run(self) {
+        let mut leading = self.fence.leading();
+        loop {
+            if leading.wait_for(|leads| *leads).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                () = self.lead() => {}
+                _ = leading.wait_for(|leads| !*leads) => {}
+            }
+        }
+    }
+
+    /// One term's assignment: a fresh cache of the parents' metadata, decisions on every change.
+    async fn lead(&self) {
         let writer = Writer::new(self.resource.clone());
         let store = writer.as_reader();
         let changed = Notify::new();
@@ -173,14 +189,16 @@ impl Assigner {
         if let Some(selector) = &self.selector {
             config = config.labels(selector);
         }
-        // An `Api` of `PartialObjectMeta` asks for the metadata alone.
+        // An `Api` of `PartialObjectMeta` asks for the metadata alone; its managedFields (most of
+        // it, for a parent written by several managers) are dropped before they are cached.
         let api: Api<Meta> = match &self.namespace {
             Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
             None => Api::all_with(self.client.clone(), &self.resource),
         };
-        let stream = reflector::reflector(writer, watcher(api, config))
+        let stream = watcher(api, config)
             .default_backoff()
-            .touched_objects();
+            .modify(|parent| parent.metadata.managed_fields = None);
+        let stream = reflector::reflector(writer, stream).touched_objects();
         let watch = async {
             let mut stream = std::pin::pin!(stream);
             loop {
