@@ -51,17 +51,18 @@ pub async fn reconcile(
         }
         result => result,
     };
+    // Every reconcile that ran is on the record, one cut short too: what proves no overlap.
+    if let Some(member) = &ctx.shard {
+        tracing::debug!(target: RECORD, parent = %key, member = %member.name, start_us = started, end_us = now_us(), "reconciled");
+    }
     if result.is_err() && !ctx.fence.admits_writes() {
         // The Lease was lost during the reconcile and its writes refused: not the parent's failure,
         // and nothing to report with writes that would be refused too.
         tracing::debug!(parent = %key, "reconcile cut short: this replica stepped down");
         return Ok(Action::await_change());
     }
-    if let Some(member) = &ctx.shard {
-        tracing::debug!(target: RECORD, parent = %key, member = %member.name, start_us = started, end_us = now_us(), "reconciled");
-        if let (Some(tenure), Ok(_)) = (fresh, &result) {
-            member.verified(uid_of(&parent)?, tenure);
-        }
+    if let (Some(member), Some(tenure), Ok(_)) = (&ctx.shard, fresh, &result) {
+        member.verified(uid_of(&parent)?, tenure);
     }
     ctx.metrics.reconcile_finished(match &result {
         Ok(action) if action == &Action::await_change() => "success",
