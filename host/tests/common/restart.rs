@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use kube::Client;
-use kube::api::ListParams;
-use serde_json::json;
+use kube::api::{DynamicObject, ListParams};
+use serde_json::{Value, json};
 use testcluster::TestCluster;
 
 use super::guests::component;
@@ -50,16 +50,12 @@ pub async fn assert_every_parent_converged(client: &Client, namespace: &str) {
         .unwrap();
     for parent in &parents.items {
         let name = parent.metadata.name.as_deref().unwrap();
-        let generation = parent.metadata.generation;
-        let replicas = parent.data["spec"]["replicas"].as_i64().unwrap_or(1);
+        let (generation, replicas) = (parent.metadata.generation, spec_replicas(parent));
         let what = format!(
             "{namespace}/{name} Ready at generation {generation:?} with {replicas} ready replicas"
         );
         wait_status(client, namespace, name, &what, |s| {
-            s["phase"] == "Ready"
-                && ready_condition(s).is_some_and(|c| c["status"] == "True")
-                && s["observedGeneration"].as_i64() == generation
-                && s["readyReplicas"].as_i64() == Some(replicas)
+            converged_at(s, generation, replicas)
         })
         .await;
     }
@@ -101,4 +97,24 @@ pub async fn assert_every_parent_converged(client: &Client, namespace: &str) {
     })
     .await;
     assert_eq!(owners, expected, "Deployment name → controller UID");
+}
+
+/// Whether `parent`, as read, is converged: its own status says so at its current generation.
+pub fn converged(parent: &DynamicObject) -> bool {
+    let status = &parent.data["status"];
+    converged_at(status, parent.metadata.generation, spec_replicas(parent))
+}
+
+/// Whether `status` says Ready at `generation` (its last change reconciled, not only an earlier one)
+/// with all `replicas` ready.
+fn converged_at(status: &Value, generation: Option<i64>, replicas: i64) -> bool {
+    status["phase"] == "Ready"
+        && ready_condition(status).is_some_and(|c| c["status"] == "True")
+        && status["observedGeneration"].as_i64() == generation
+        && status["readyReplicas"].as_i64() == Some(replicas)
+}
+
+/// The replicas a MyApp asks for (the guest's default: 1).
+fn spec_replicas(parent: &DynamicObject) -> i64 {
+    parent.data["spec"]["replicas"].as_i64().unwrap_or(1)
 }
