@@ -18,7 +18,7 @@ use tokio::sync::Mutex;
 
 use common::host::HostProcess;
 use common::myapp::*;
-use common::restart::{assert_every_parent_converged, converged};
+use common::restart::{assert_every_parent_converged, converged, wait_converged_while_progressing};
 use common::shard::*;
 
 /// One test at a time: each runs up to five replicas and hundreds of parents, and on two shared cores
@@ -37,6 +37,13 @@ async fn ring_of(cluster: &TestCluster, namespace: &str, count: usize) -> Vec<Ho
         .collect();
     wait_ring(&replicas.iter().collect::<Vec<_>>(), count).await;
     replicas
+}
+
+/// Waits until every parent of `namespace` has converged, however long hundreds of them take while
+/// they keep converging, then checks each and its Deployment.
+async fn all_converged(client: &Client, namespace: &str) {
+    wait_converged_while_progressing(client, namespace).await;
+    assert_every_parent_converged(client, namespace).await;
 }
 
 /// Patches the spec of the MyApps `names` with `spec`, `AT_ONCE` at a time, the next batch `pace`
@@ -68,7 +75,9 @@ async fn three_replicas_share_600_parents_each_reconciled_by_exactly_one() {
     let replicas = ring_of(cluster, &namespace, 3).await;
 
     create_myapps_at_once(&client, &namespace, 600, AT_ONCE).await;
-    assert_every_parent_converged(&client, &namespace).await;
+    let ring = ['a', 'b', 'c'].map(|letter| member(&namespace, letter));
+    wait_assigned_to(&client, &namespace, &ring.each_ref().map(String::as_str)).await;
+    all_converged(&client, &namespace).await;
     let held = wait_spread(&replicas.iter().collect::<Vec<_>>(), 600).await;
     println!("parents held by each replica: {held:?}");
 
@@ -103,7 +112,7 @@ async fn scaling_3_to_5_to_2_while_parents_change_never_reconciles_a_parent_twic
     let client = cluster.client().await.unwrap();
     let mut replicas = ring_of(cluster, &namespace, 3).await;
     create_myapps_at_once(&client, &namespace, 300, AT_ONCE).await;
-    assert_every_parent_converged(&client, &namespace).await;
+    all_converged(&client, &namespace).await;
     // Half the parents change while the ring grows, and change back while it shrinks.
     let changing: Vec<String> = (0..300).step_by(2).map(app_name).collect();
     let pace = Duration::from_millis(500);
@@ -122,8 +131,9 @@ async fn scaling_3_to_5_to_2_while_parents_change_never_reconciles_a_parent_twic
     );
     println!("parents held by each of 5 replicas: {held:?}");
 
-    // 5 → 2: three replicas shut down together (the leader, `a`, among them), each finishing its
-    // reconciles and releasing its Lease; their parents move to the two left.
+    // 5 → 2: the first three shut down together (the leader, which took its Lease before `d` and
+    // `e` started, among them), each finishing its reconciles and releasing its Lease; their parents
+    // move to the two left.
     for stopping in &replicas[..3] {
         stopping.shut_down();
     }
@@ -133,7 +143,7 @@ async fn scaling_3_to_5_to_2_while_parents_change_never_reconciles_a_parent_twic
     }
     let left = [member(&namespace, 'd'), member(&namespace, 'e')];
     wait_assigned_to(&client, &namespace, &left.each_ref().map(String::as_str)).await;
-    assert_every_parent_converged(&client, &namespace).await;
+    all_converged(&client, &namespace).await;
 
     let records = all_reconciled(&replicas);
     let moved = members_by_parent(&records)
@@ -164,7 +174,7 @@ async fn a_killed_replicas_parents_are_served_again_within_the_lease_duration_pl
     let client = cluster.client().await.unwrap();
     let mut replicas = ring_of(cluster, &namespace, 3).await;
     create_myapps_at_once(&client, &namespace, 150, AT_ONCE).await;
-    assert_every_parent_converged(&client, &namespace).await;
+    all_converged(&client, &namespace).await;
     wait_spread(&replicas.iter().collect::<Vec<_>>(), 150).await;
 
     // The ring's leader: the worst case, its leader Lease has to lapse as well as its shard Lease.
