@@ -142,8 +142,14 @@ impl HostProcess {
 
     /// Asks the process to shut down (SIGTERM, as the kubelet does) and waits until it has.
     pub fn terminate(&mut self) {
-        self.signal(libc::SIGTERM);
+        self.shut_down();
         let _ = self.child.wait();
+    }
+
+    /// Sends SIGTERM and returns at once: several replicas shutting down together, as in a scale
+    /// down, while the test goes on (`terminate` then waits for the exit).
+    pub fn shut_down(&self) {
+        self.signal(libc::SIGTERM);
     }
 
     /// Stops the process where it is (SIGSTOP: a long GC pause, a VM stall), until `resume`.

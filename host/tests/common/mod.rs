@@ -16,3 +16,4 @@ pub mod platform;
 pub mod ports;
 pub mod registry;
 pub mod restart;
+pub mod shard;

@@ -101,6 +101,16 @@ pub async fn scrape_when(
     .await
 }
 
+/// The leader Lease taken (`--leader-election`'s, or the ring leader's with `--sharded`), counted
+/// from the host's start: present once it has led.
+pub const LEASE_ACQUIRED: &str = r#"reconcile_host_lease_transitions_total{transition="acquired"}"#;
+
+/// Whether `host` has taken its leader Lease since it started. From its metrics, not its log: the log
+/// says "acquired the Lease" of a shard Lease too, in text or JSON.
+pub fn has_led(host: &HostProcess) -> bool {
+    (host.metrics_addr()).is_some_and(|addr| Scrape::of(&addr).value(LEASE_ACQUIRED) >= Some(1.0))
+}
+
 /// One scrape of a host: each sample line with its family's type, or nothing if the host did not
 /// answer (Prometheus then records `up 0`).
 #[derive(Clone, Debug, Default)]

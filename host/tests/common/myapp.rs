@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
 use kube::api::{
@@ -61,14 +62,23 @@ pub async fn create_myapp(
 /// Creates `count` MyApps `app-00`, `app-01`... with one replica each.
 pub async fn create_myapps(client: &Client, namespace: &str, count: usize) {
     for i in 0..count {
-        create_myapp(
-            client,
-            namespace,
-            &format!("app-{i:02}"),
-            json!({"replicas": 1}),
-        )
-        .await;
+        create_myapp(client, namespace, &app_name(i), json!({"replicas": 1})).await;
     }
+}
+
+/// Like `create_myapps`, `at_once` creations in flight: hundreds of parents in seconds, as a burst
+/// of users would make them (one after another, 600 take minutes of round trips).
+pub async fn create_myapps_at_once(client: &Client, namespace: &str, count: usize, at_once: usize) {
+    futures::stream::iter(0..count)
+        .for_each_concurrent(at_once, |i| async move {
+            create_myapp(client, namespace, &app_name(i), json!({"replicas": 1})).await;
+        })
+        .await;
+}
+
+/// The name `create_myapps` gives its `i`th MyApp.
+pub fn app_name(i: usize) -> String {
+    format!("app-{i:02}")
 }
 
 pub async fn patch_spec(client: &Client, namespace: &str, name: &str, spec: Value) {

@@ -10,25 +10,11 @@ use kube::api::ListParams;
 use serde_json::json;
 use testcluster::{TestCluster, failure_guard};
 
-use crate::common::guests::component;
 use crate::common::host::HostProcess;
 use crate::common::monitoring::scrape_when;
 use crate::common::myapp::*;
 use crate::common::platform::wait_ready_myapp;
-
-const RING: &str = "reconcile_host_ring_members";
-const MEMBER: &str = "reconcile_host_shard_member";
-
-fn replica(cluster: &TestCluster, namespace: &str, identity: &str) -> HostProcess {
-    let sharded = ["--sharded", "--leader-election-namespace", namespace];
-    HostProcess::myapp_with_env(
-        cluster.kubeconfig_path(),
-        namespace,
-        &component("guest_myapp"),
-        &sharded,
-        &[("POD_NAME", identity)],
-    )
-}
+use crate::common::shard::{MEMBER, RING, member, replica};
 
 /// Each shard Lease of the ring `myapp` in `namespace`: (its member label, its holder).
 async fn ring_leases(client: &kube::Client, namespace: &str) -> Vec<(String, Option<String>)> {
@@ -56,10 +42,7 @@ async fn sharded_replicas_see_one_ring_that_a_killed_or_stopped_replica_leaves()
     install_crd(cluster);
     let namespace = cluster.namespace("ring").await.unwrap();
     let client = cluster.client().await.unwrap();
-    let names: Vec<String> = ["a", "b", "c"]
-        .iter()
-        .map(|x| format!("{namespace}-{x}"))
-        .collect();
+    let names: Vec<String> = ['a', 'b', 'c'].map(|x| member(&namespace, x)).to_vec();
     let mut replicas: Vec<HostProcess> = (names.iter())
         .map(|name| replica(cluster, &namespace, name))
         .collect();

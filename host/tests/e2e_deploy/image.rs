@@ -15,6 +15,7 @@ use testcluster::{TestCluster, failure_guard};
 use super::{HOST_NAMESPACE, apply_deploy, demo_app_converges, shipped_args, yaml_documents};
 use crate::common::guests::{component, go_tools, repo_root};
 use crate::common::http;
+use crate::common::monitoring::{LEASE_ACQUIRED, Scrape};
 use crate::common::ports::free_port;
 use crate::common::registry::Registry;
 
@@ -226,8 +227,9 @@ async fn the_image_pulled_from_a_registry_runs_as_deploy_runs_it() {
     let metrics = format!("127.0.0.1:{}", free_port());
     args.extend([
         format!("--metrics-addr={metrics}"),
-        // Its own Lease: the other tests' hosts hold the shipped one in this namespace.
-        "--leader-election-id=reconcile-host-image".into(),
+        // Its own Leases and ring: the other test's host holds the shipped ones in this namespace,
+        // and as a member of one ring with it, it would be assigned parents it does not watch.
+        "--name=myapp-image".into(),
     ]);
     let server = cluster.server().trim_start_matches("https://");
     let (host, port) = server.rsplit_once(':').unwrap();
@@ -248,7 +250,8 @@ async fn the_image_pulled_from_a_registry_runs_as_deploy_runs_it() {
     let what = "demo-app Ready, reconciled by the image's host";
     demo_app_converges(&client, &namespace, what).await;
     let log = image_host.log();
-    assert!(log.contains("acquired leadership"), "{log}");
+    let led = Scrape::of(&metrics).value(LEASE_ACQUIRED);
+    assert!(led >= Some(1.0), "the image's host never led:\n{log}");
     assert!(!log.contains("forbidden"), "{log}");
     assert_eq!(http::get(&metrics, "/readyz").unwrap().0, 200);
 }

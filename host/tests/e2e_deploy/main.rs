@@ -18,6 +18,7 @@ use common::guests::{component, repo_root};
 use common::host::HostProcess;
 use common::http;
 use common::kubectl::kubectl_ok;
+use common::monitoring::has_led;
 use common::myapp::*;
 use common::ports::free_port;
 
@@ -191,10 +192,7 @@ async fn deploy_applies_and_the_host_runs_with_exactly_its_rbac() {
     );
     let client = cluster.client().await.unwrap();
     demo_app_converges(&client, &namespace, "demo-app Ready as the ServiceAccount").await;
-    assert!(
-        host.log().contains("acquired leadership"),
-        "leader election runs with the shipped Role"
-    );
+    assert!(has_led(&host), "leader election runs with the shipped Role");
     let describe = kubectl_ok(
         cluster,
         &["describe", "myapp", "demo-app", "-n", &namespace],
@@ -281,9 +279,7 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
         HostProcess::myapp(cluster.kubeconfig_path(), &namespace, &module, &election),
     ];
     let leader = wait_for("a leader", || {
-        let leaders: Vec<usize> = (0..2)
-            .filter(|&i| hosts[i].log().contains("acquired leadership"))
-            .collect();
+        let leaders: Vec<usize> = (0..2).filter(|&i| has_led(&hosts[i])).collect();
         async move { (leaders.len() == 1).then(|| leaders[0]) }
     })
     .await;
@@ -297,10 +293,7 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
     )
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(
-        !hosts[1 - leader].log().contains("acquired leadership"),
-        "two leaders at once"
-    );
+    assert!(!has_led(&hosts[1 - leader]), "two leaders at once");
 
     hosts[leader].kill();
     create_myapp(&client, &namespace, "second", json!({"replicas": 1})).await;
@@ -320,5 +313,5 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
         takeover.is_ok(),
         "the standby did not reconcile within 20 s of the leader's death"
     );
-    assert!(hosts[1 - leader].log().contains("acquired leadership"));
+    assert!(has_led(&hosts[1 - leader]));
 }

@@ -10,6 +10,7 @@ use testcluster::{TestCluster, failure_guard};
 
 use crate::common::conversion::{GROUP, apply_crd, crds, webhook_rules};
 use crate::common::guests::component;
+use crate::common::monitoring::has_led;
 use crate::common::myapp::wait_for;
 use crate::common::platform::*;
 use crate::common::ports::free_port;
@@ -40,7 +41,7 @@ async fn a_cluster_reconciler_serves_its_crds_conversion_from_every_replica() {
     leader_args.extend(["--conversion-webhook-addr", &leader_addr]);
     let leader = platform_replica(cluster, test, "conversion-leader", &leader_args).await;
     wait_for("the first replica to lead", || async {
-        leader.log().contains("acquired leadership").then_some(())
+        has_led(&leader).then_some(())
     })
     .await;
     let standby_port = free_port();
@@ -162,7 +163,7 @@ async fn a_cluster_reconciler_serves_its_crds_conversion_from_every_replica() {
         "{error}"
     );
 
-    assert!(!standby.log().contains("acquired leadership"));
+    assert!(!has_led(&standby));
     assert!(standby.log().contains("serving a conversion webhook route"));
     wait_reconciler(&client, None, name, "the ClusterReconciler Running", |s| {
         ready_is(s, "True", "Running")
