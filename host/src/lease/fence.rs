@@ -38,6 +38,9 @@ pub struct Fence {
     /// Whether this replica leads, as the elector last decided: turns true when it takes the Lease and
     /// false when it steps down. `admits_writes` is the authority; this is for who waits for the turn.
     leading: watch::Sender<bool>,
+    /// How many times it opened after admitting nothing: at a new term, and at a renewal that came
+    /// after the deadline had passed (the elector still leading, yet writes refused meanwhile).
+    openings: watch::Sender<u64>,
     /// Where refused writes are counted, if anywhere.
     metrics: Option<Metrics>,
 }
@@ -57,6 +60,7 @@ impl Fence {
         Fence {
             admit: Arc::new(Mutex::new(admit)),
             leading: watch::Sender::new(admit == Admit::Always),
+            openings: watch::Sender::new(0),
             metrics: None,
         }
     }
@@ -90,11 +94,30 @@ impl Fence {
         self.leading.subscribe()
     }
 
+    /// Changes each time the fence opens after admitting nothing: what was held or refused while it
+    /// was closed (reconciles, a tenure's verifications) is to be done again. A renewal that comes
+    /// late opens it without a change of `leading`.
+    pub fn openings(&self) -> watch::Receiver<u64> {
+        self.openings.subscribe()
+    }
+
     /// A renewal that started at `renewed` succeeded: writes are admitted until `deadline`.
     pub(super) fn renewed_until(&self, deadline: Instant) {
-        *self.admit.lock().expect("fence lock poisoned") = Admit::Until(deadline);
+        let reopened = {
+            let mut admit = self.admit.lock().expect("fence lock poisoned");
+            let was_open = match *admit {
+                Admit::Always => true,
+                Admit::Until(old) => Instant::now() < old,
+                Admit::Never => false,
+            };
+            *admit = Admit::Until(deadline);
+            !was_open
+        };
         self.leading
             .send_if_modified(|leading| !std::mem::replace(leading, true));
+        if reopened {
+            self.openings.send_modify(|n| *n += 1);
+        }
     }
 
     /// Steps down: nothing is admitted until the next successful renewal.
@@ -207,6 +230,30 @@ mod tests {
         assert!(fence.lapsed());
         fence.close();
         assert!(!fence.lapsed());
+    }
+
+    #[test]
+    fn it_opens_anew_at_a_new_term_and_at_a_renewal_after_its_deadline_passed_not_at_a_timely_one()
+    {
+        let fence = Fence::closed();
+        let openings = fence.openings();
+        let later = |ms| Instant::now() + Duration::from_millis(ms);
+        fence.renewed_until(later(60_000));
+        assert_eq!(*openings.borrow(), 1, "a new term");
+        fence.renewed_until(later(60_000));
+        assert_eq!(
+            *openings.borrow(),
+            1,
+            "a timely renewal: writes were never refused"
+        );
+        // A late renewal: the deadline passed, writes were refused, the elector still leads.
+        fence.renewed_until(Instant::now() - Duration::from_millis(1));
+        fence.renewed_until(later(60_000));
+        assert!(*fence.leading().borrow());
+        assert_eq!(*openings.borrow(), 2, "reopened after a lapse");
+        fence.close();
+        fence.renewed_until(later(60_000));
+        assert_eq!(*openings.borrow(), 3, "a term after stepping down");
     }
 
     #[tokio::test]

@@ -246,17 +246,14 @@ impl ReconcilerBuilder {
     }
 }
 
-/// Sends on `reconcile_all` each time this replica starts to lead: a standby held every reconcile,
-/// so the new leader runs them all.
+/// Sends on `reconcile_all` each time the fence opens after admitting nothing (this replica starts to
+/// lead, or a late renewal reopens it): the reconciles it held meanwhile are run now.
 async fn reconcile_all_on_leading(fence: Fence, reconcile_all: mpsc::UnboundedSender<()>) {
-    let mut leading = fence.leading();
-    let mut led = *leading.borrow_and_update();
-    while leading.changed().await.is_ok() {
-        let leads = *leading.borrow_and_update();
-        if leads && !led && reconcile_all.unbounded_send(()).is_err() {
+    let mut openings = fence.openings();
+    while openings.changed().await.is_ok() {
+        if reconcile_all.unbounded_send(()).is_err() {
             return;
         }
-        led = leads;
     }
 }
 

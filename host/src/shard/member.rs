@@ -57,7 +57,7 @@ pub struct Member {
     /// The parents reconciled from the API server's copy in this tenure, and the tenure (how many
     /// times the fence has changed when they were).
     verified: Mutex<(u64, HashSet<String>)>,
-    /// How many times the fence has opened or closed: a tenure ends at each change.
+    /// How many times the fence has opened after admitting nothing: a tenure starts at each.
     tenure: AtomicU64,
 }
 
@@ -80,15 +80,15 @@ impl Member {
         Member::new(joined.member.clone(), identity, joined.fence.clone())
     }
 
-    /// The current tenure: changes each time the fence opens or closes.
+    /// The current tenure: changes each time the fence opens after admitting nothing.
     pub fn tenure(&self) -> u64 {
         self.tenure.load(Ordering::SeqCst)
     }
 
-    /// Ends a tenure at every change of the fence, until the fence goes.
+    /// Starts a tenure each time the fence opens after admitting nothing, until the fence goes.
     pub async fn follow_tenures(&self) {
-        let mut leading = self.fence.leading();
-        while leading.changed().await.is_ok() {
+        let mut openings = self.fence.openings();
+        while openings.changed().await.is_ok() {
             self.tenure.fetch_add(1, Ordering::SeqCst);
         }
     }
