@@ -65,6 +65,22 @@ pub struct Assigner {
     pub metrics: Metrics,
 }
 
+/// What the leader keeps of a parent's metadata: all but its names, UID, version and the labels
+/// `shard_label` and `drain_label` is dropped before it is cached.
+fn slim(shard_label: &str, drain_label: &str) -> impl FnMut(&mut Meta) + use<> {
+    let keep = [shard_label.to_string(), drain_label.to_string()];
+    move |parent| {
+        let metadata = &mut parent.metadata;
+        metadata.managed_fields = None;
+        metadata.annotations = None;
+        metadata.owner_references = None;
+        metadata.finalizers = None;
+        if let Some(labels) = &mut metadata.labels {
+            labels.retain(|key, _| keep.contains(key));
+        }
+    }
+}
+
 /// What the leader remembers between passes.
 #[derive(Default)]
 struct Memory {
@@ -189,15 +205,16 @@ impl Assigner {
         if let Some(selector) = &self.selector {
             config = config.labels(selector);
         }
-        // An `Api` of `PartialObjectMeta` asks for the metadata alone; its managedFields (most of
-        // it, for a parent written by several managers) are dropped before they are cached.
+        // An `Api` of `PartialObjectMeta` asks for the metadata alone, and of that the leader keeps
+        // what it decides on: names, UID, version and its two labels (managedFields, annotations and
+        // the other labels are most of it, and would be held for every parent).
         let api: Api<Meta> = match &self.namespace {
             Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
             None => Api::all_with(self.client.clone(), &self.resource),
         };
         let stream = watcher(api, config)
             .default_backoff()
-            .modify(|parent| parent.metadata.managed_fields = None);
+            .modify(slim(&self.shard_label, &self.drain_label));
         let stream = reflector::reflector(writer, stream).touched_objects();
         let watch = async {
             let mut stream = std::pin::pin!(stream);

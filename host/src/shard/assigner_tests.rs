@@ -152,3 +152,15 @@ fn the_leader_assigns_drains_to_a_joining_member_and_moves_a_lapsed_members_pare
     let work = memory.decide(parents("5", on(&["a", "c"])), &mut ring, keys, at(17));
     assert!(work.is_empty(), "{work:?}");
 }
+
+#[test]
+fn the_leader_keeps_of_a_parent_only_what_it_decides_on() {
+    let mut meta = (*parent("app", "7", &[(SHARD, "a"), (DRAIN, "true"), ("team", "x")])).clone();
+    meta.metadata.annotations = Some([("note".to_string(), "long".to_string())].into());
+    slim(SHARD, DRAIN)(&mut meta);
+    let labels = meta.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.keys().collect::<Vec<_>>(), [DRAIN, SHARD]);
+    assert_eq!(meta.metadata.annotations, None);
+    assert_eq!(meta.uid().as_deref(), Some("uid-app"));
+    assert_eq!(meta.resource_version().as_deref(), Some("7"));
+}
