@@ -75,9 +75,10 @@ impl Requests {
     // The sharding benchmark's (the assignment label, the Leases); the convergence one has no use.
     #[allow(dead_code)]
     pub fn writes_on(&self, resource: &str, verbs: &[&str]) -> f64 {
+        // Folded from +0.0: an empty f64 sum is -0.0, printed "-0.00".
         (verbs.iter())
             .filter_map(|verb| self.0.get(&format!("{resource} {verb}")))
-            .sum()
+            .fold(0.0, |sum, n| sum + n)
     }
 
     /// The requests on `resource` itself (not its subresources), all verbs: their sum and
