@@ -191,6 +191,8 @@ struct Replica {
     started_mib: f64,
     now_mib: f64,
     peak_mib: f64,
+    /// Its resident memory once converged, by kind of mapping.
+    resident: Resident,
     /// Its reconciles while the N converged (none if its metrics did not answer).
     reconciles: Option<f64>,
     /// Its own account, from its metrics; none where it serves no such family.
@@ -317,6 +319,7 @@ async fn converge(
             started_mib: started,
             now_mib: mib(now),
             peak_mib: mib(peak),
+            resident: Resident::of(h.process.pid()),
             reconciles: before.zip(after).map(|(b, a)| a.reconciles - b.reconciles),
             held: metric(&metrics, "reconcile_host_shard_parents"),
             cached: metric(&metrics, "reconcile_host_cached_objects"),
@@ -446,6 +449,48 @@ impl Assigned {
 
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
+}
+
+/// Resident memory of a process by kind of mapping, in MiB (`/proc/<pid>/smaps`), to tell what
+/// divides among replicas (the caches, on the malloc heap) from what each replica has whatever it
+/// holds: wasmtime's reservations (linear memories and instance pools: anonymous mappings of 1 GiB
+/// or more, resident only where touched) and files (the binary, libraries).
+#[derive(Clone, Copy, Default)]
+struct Resident {
+    /// The brk heap and the other anonymous mappings (glibc's thread arenas, stacks).
+    heap: f64,
+    reserved: f64,
+    files: f64,
+}
+
+impl Resident {
+    fn of(pid: u32) -> Resident {
+        const RESERVATION: u64 = 1 << 30;
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+        let mut resident = Resident::default();
+        let (mut size, mut file) = (0, false);
+        for line in smaps.lines() {
+            let mut fields = line.split_whitespace();
+            let first = fields.next().unwrap_or_default();
+            if let Some((start, end)) = first.split_once('-')
+                && let (Ok(start), Ok(end)) =
+                    (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
+            {
+                // `start-end perms offset dev inode [path]`
+                size = end - start;
+                file = fields.nth(4).is_some_and(|path| path.starts_with('/'));
+            } else if first == "Rss:" {
+                let kib = fields.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                let kind = match (file, size >= RESERVATION) {
+                    (true, _) => &mut resident.files,
+                    (false, true) => &mut resident.reserved,
+                    (false, false) => &mut resident.heap,
+                };
+                *kind += mib(kib);
+            }
+        }
+        resident
+    }
 }
 
 /// The writes per parent the replicas caused: Deployments and MyApp statuses (as the convergence
@@ -603,11 +648,14 @@ fn replicas(out: &mut String, n: usize, row: &Row) {
     for r in &row.replicas {
         let _ = writeln!(
             out,
-            "  {}: RSS started {:.1} / now {:.1} / peak {:.1} MiB; parents labelled for it {} (Deployments {}), held by its metric {}; objects cached {}; reconciles {}; ring seen {}, leader {}; label writes {}; releases {}; its Lease {}; fenced writes {}",
+            "  {}: RSS started {:.1} / now {:.1} / peak {:.1} MiB (now: heap {:.1}, wasm reservations {:.1}, files {:.1}); parents labelled for it {} (Deployments {}), held by its metric {}; objects cached {}; reconciles {}; ring seen {}, leader {}; label writes {}; releases {}; its Lease {}; fenced writes {}",
             r.member,
             r.started_mib,
             r.now_mib,
             r.peak_mib,
+            r.resident.heap,
+            r.resident.reserved,
+            r.resident.files,
             parents.held_by(&r.member),
             children.held_by(&r.member),
             opt(r.held),
