@@ -451,42 +451,36 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-/// Resident memory of a process by kind of mapping, in MiB (`/proc/<pid>/smaps`), to tell what
-/// divides among replicas (the caches, on the malloc heap) from what each replica has whatever it
-/// holds: wasmtime's reservations (linear memories and instance pools: anonymous mappings of 1 GiB
-/// or more, resident only where touched) and files (the binary, libraries).
+/// Resident memory of a process by what backs it, in MiB (`/proc/<pid>/smaps`): what each replica
+/// has whatever it holds (files: the binary and its libraries, resident as far as run) apart from
+/// the rest (anonymous: the malloc heap with the caches, thread stacks, the guests' linear memories).
+/// The anonymous part is not split further: wasmtime's pool and glibc's arenas are both anonymous
+/// mappings, and adjacent ones cannot be told apart from outside.
 #[derive(Clone, Copy, Default)]
 struct Resident {
-    /// The brk heap and the other anonymous mappings (glibc's thread arenas, stacks).
-    heap: f64,
-    reserved: f64,
+    anonymous: f64,
     files: f64,
 }
 
 impl Resident {
     fn of(pid: u32) -> Resident {
-        const RESERVATION: u64 = 1 << 30;
         let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
         let mut resident = Resident::default();
-        let (mut size, mut file) = (0, false);
+        let mut file = false;
         for line in smaps.lines() {
             let mut fields = line.split_whitespace();
             let first = fields.next().unwrap_or_default();
-            if let Some((start, end)) = first.split_once('-')
-                && let (Ok(start), Ok(end)) =
-                    (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
-            {
+            if first.split_once('-').is_some_and(|(start, end)| {
+                u64::from_str_radix(start, 16).is_ok() && u64::from_str_radix(end, 16).is_ok()
+            }) {
                 // `start-end perms offset dev inode [path]`
-                size = end - start;
                 file = fields.nth(4).is_some_and(|path| path.starts_with('/'));
             } else if first == "Rss:" {
                 let kib = fields.next().and_then(|n| n.parse().ok()).unwrap_or(0);
-                let kind = match (file, size >= RESERVATION) {
-                    (true, _) => &mut resident.files,
-                    (false, true) => &mut resident.reserved,
-                    (false, false) => &mut resident.heap,
-                };
-                *kind += mib(kib);
+                match file {
+                    true => resident.files += mib(kib),
+                    false => resident.anonymous += mib(kib),
+                }
             }
         }
         resident
@@ -648,13 +642,12 @@ fn replicas(out: &mut String, n: usize, row: &Row) {
     for r in &row.replicas {
         let _ = writeln!(
             out,
-            "  {}: RSS started {:.1} / now {:.1} / peak {:.1} MiB (now: heap {:.1}, wasm reservations {:.1}, files {:.1}); parents labelled for it {} (Deployments {}), held by its metric {}; objects cached {}; reconciles {}; ring seen {}, leader {}; label writes {}; releases {}; its Lease {}; fenced writes {}",
+            "  {}: RSS started {:.1} / now {:.1} / peak {:.1} MiB (now: anonymous {:.1}, files {:.1}); parents labelled for it {} (Deployments {}), held by its metric {}; objects cached {}; reconciles {}; ring seen {}, leader {}; label writes {}; releases {}; its Lease {}; fenced writes {}",
             r.member,
             r.started_mib,
             r.now_mib,
             r.peak_mib,
-            r.resident.heap,
-            r.resident.reserved,
+            r.resident.anonymous,
             r.resident.files,
             parents.held_by(&r.member),
             children.held_by(&r.member),
