@@ -90,14 +90,16 @@ cluster: controlplane host
 
 # The guest call against native code, then the controllers side by side, each on a fresh local control
 # plane, and their growth to 10,000 parents (RECONCILE_HOST_BENCH_GROWTH= skips it), then 20 reconcilers
-# on one platform host against 20 single hosts (10-35 min in all). The cores are kept awake
-# (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 lets them halt). Results are also written to target/bench/.
+# on one platform host against 20 single hosts (10-35 min in all), then 10,000 parents on one replica
+# and on 3 sharded replicas (RECONCILE_HOST_BENCH_SHARD_PARENTS=1000 for a quick check). The cores are
+# kept awake (RECONCILE_HOST_BENCH_KEEP_AWAKE=0 lets them halt). Results are also written to target/bench/.
 bench: guests controlplane
 	mkdir -p target/bench
 	cargo bench --locked -p reconcile-host --bench guest_call >target/bench/guest-call.txt
 	cat target/bench/guest-call.txt
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo bench --locked -p reconcile-host --bench convergence
 	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo bench --locked -p reconcile-host --bench platform
+	RECONCILE_HOST_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" cargo bench --locked -p reconcile-host --bench sharding
 
 fmt:
 	cargo fmt --all

@@ -26,6 +26,9 @@ mod answer;
 mod api;
 #[path = "convergence/awake.rs"]
 mod awake;
+#[path = "convergence/counters.rs"]
+#[allow(dead_code)]
+mod counters;
 #[path = "convergence/cpu.rs"]
 mod cpu;
 #[path = "convergence/floor.rs"]

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use kube::Client;
 
-const WRITE_VERBS: [&str; 5] = ["POST", "PUT", "PATCH", "APPLY", "DELETE"];
+pub const WRITE_VERBS: [&str; 5] = ["POST", "PUT", "PATCH", "APPLY", "DELETE"];
 /// Watches are left out: one long request each, not a cost per parent.
 const READ_VERBS: [&str; 2] = ["GET", "LIST"];
 
@@ -69,6 +69,16 @@ impl Requests {
             .filter(|(key, _)| WRITE_VERBS.iter().any(|verb| key.ends_with(verb)))
             .map(|(_, n)| n)
             .sum()
+    }
+
+    /// The writes on `resource` (or `resource/subresource`) by the given verbs, per parent.
+    // The sharding benchmark's (the assignment label, the Leases); the convergence one has no use.
+    #[allow(dead_code)]
+    pub fn writes_on(&self, resource: &str, verbs: &[&str]) -> f64 {
+        // Folded from +0.0: an empty f64 sum is -0.0, printed "-0.00".
+        (verbs.iter())
+            .filter_map(|verb| self.0.get(&format!("{resource} {verb}")))
+            .fold(0.0, |sum, n| sum + n)
     }
 
     /// The requests on `resource` itself (not its subresources), all verbs: their sum and

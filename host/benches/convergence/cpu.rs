@@ -5,6 +5,7 @@
 //! requests or to the controller's own work.
 
 use std::ops::Sub;
+use std::time::Duration;
 
 use testcluster::TestCluster;
 use testcluster::process::{Component, cpu_seconds_of};
@@ -25,6 +26,23 @@ impl CpuSeconds {
 
     pub fn total(&self) -> f64 {
         self.contender + self.control_plane() + self.bench
+    }
+
+    /// CPU seconds by process, and how busy they kept the machine's cores over `time`.
+    pub fn described(&self, time: Duration) -> String {
+        let components: Vec<String> = self
+            .control_plane
+            .iter()
+            .map(|(name, s)| format!("{name} {s:.2}"))
+            .collect();
+        format!(
+            "controller {:.2} s, control plane {:.2} s ({}), benchmark {:.2} s: {:.0}% of the cores",
+            self.contender,
+            self.control_plane(),
+            components.join(", "),
+            self.bench,
+            self.total() * 100.0 / (cores() as f64 * time.as_secs_f64())
+        )
     }
 }
 
@@ -49,6 +67,11 @@ impl Sub for CpuSeconds {
             bench: self.bench - before.bench,
         }
     }
+}
+
+/// The machine's cores, which every process measured shares.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Reads the CPU time of a contender (none for a floor, which the benchmark itself writes), the

@@ -10,10 +10,11 @@ use testcluster::TestCluster;
 use testcluster::process::Component;
 
 use crate::api::Requests;
+use crate::counters::HostCounters;
 use crate::cpu::{CpuClock, CpuSeconds};
 use crate::floor::{self, Floor};
 use crate::parents::create;
-use crate::{http, watch};
+use crate::watch;
 
 /// One contender's convergence.
 pub struct Converged {
@@ -29,15 +30,6 @@ pub struct Converged {
     pub host: Option<HostCounters>,
     /// The CPU time spent meanwhile, by the contender, the control plane and the benchmark.
     pub cpu: CpuSeconds,
-}
-
-/// What reconcile-host counted while converging: reconciles, and the time spent in them and in the
-/// guest calls, per parent.
-#[derive(Clone, Copy)]
-pub struct HostCounters {
-    pub reconciles: f64,
-    pub reconcile_seconds: f64,
-    pub guest_seconds: f64,
 }
 
 /// Resident memory of a controller process, in MiB.
@@ -157,42 +149,4 @@ pub async fn floor(
         host: None,
         cpu: clock.read() - cpu_before,
     })
-}
-
-impl HostCounters {
-    /// reconcile-host's counters so far (of every result), from the metrics it serves at `metrics_addr`.
-    pub fn take(metrics_addr: Option<&str>) -> Option<HostCounters> {
-        let (_, metrics) = http::get(metrics_addr?, "/metrics").ok()?;
-        let sum = |prefix: &str| metric_sum(&metrics, prefix, "");
-        Some(HostCounters {
-            reconciles: sum("controller_runtime_reconcile_total{"),
-            reconcile_seconds: sum("controller_runtime_reconcile_time_seconds_sum{"),
-            guest_seconds: sum("reconcile_host_guest_call_duration_seconds_sum{"),
-        })
-    }
-
-    /// What was counted since `before`, per parent of `n`.
-    pub fn since(
-        before: Option<HostCounters>,
-        metrics_addr: Option<&str>,
-        n: usize,
-    ) -> Option<Self> {
-        let (before, after) = before.zip(HostCounters::take(metrics_addr))?;
-        let n = n as f64;
-        Some(HostCounters {
-            reconciles: (after.reconciles - before.reconciles) / n,
-            reconcile_seconds: (after.reconcile_seconds - before.reconcile_seconds) / n,
-            guest_seconds: (after.guest_seconds - before.guest_seconds) / n,
-        })
-    }
-}
-
-/// The sum of every sample of the Prometheus text `metrics` whose line starts with `prefix` and
-/// contains `labels`.
-pub fn metric_sum(metrics: &str, prefix: &str, labels: &str) -> f64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with(prefix) && l.contains(labels))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum()
 }

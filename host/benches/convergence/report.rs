@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::CONCURRENCY;
-use crate::cpu::CpuSeconds;
+use crate::cpu;
 use crate::growth::{Row, Swaps};
 use crate::measure::Converged;
 
@@ -60,7 +60,7 @@ fn hot_swap(out: &mut String, parents: usize, swaps: &Swaps) {
         swap.writes,
         swap.host
             .map_or("-".to_string(), |h| format!("{:.2}", h.reconciles)),
-        cpu(&swap.cpu, swap.time),
+        swap.cpu.described(swap.time),
     );
     if let Some(loaded) = swap.module_loaded {
         let _ = writeln!(
@@ -84,7 +84,7 @@ fn hot_swap(out: &mut String, parents: usize, swaps: &Swaps) {
             "  {name}: {:.2} s   ({:.2} writes per parent; CPU {}); swap / this {:.2}x   (target <= 1.3x)",
             floor.time.as_secs_f64(),
             floor.writes,
-            cpu(&floor.cpu, floor.time),
+            floor.cpu.described(floor.time),
             swap.time.as_secs_f64() / floor.time.as_secs_f64()
         );
     }
@@ -175,10 +175,10 @@ fn convergence(out: &mut String, r: &Row, python: &Converged) {
     let _ = writeln!(
         out,
         "CPU while converging (the {cores} cores are shared by every process; the floors' writer is the benchmark):",
-        cores = cores()
+        cores = cpu::cores()
     );
     for (name, c) in contenders {
-        let _ = writeln!(out, "  {name:<30} {}", cpu(&c.cpu, c.time));
+        let _ = writeln!(out, "  {name:<30} {}", c.cpu.described(c.time));
     }
     let _ = writeln!(
         out,
@@ -188,27 +188,6 @@ fn convergence(out: &mut String, r: &Row, python: &Converged) {
         let _ = writeln!(out, "  {name}");
         out.push_str(&c.requests.breakdown("    "));
     }
-}
-
-/// CPU seconds by process, and how busy they kept the machine's cores over `time`.
-fn cpu(cpu: &CpuSeconds, time: Duration) -> String {
-    let components: Vec<String> = cpu
-        .control_plane
-        .iter()
-        .map(|(name, s)| format!("{name} {s:.2}"))
-        .collect();
-    format!(
-        "controller {:.2} s, control plane {:.2} s ({}), benchmark {:.2} s: {:.0}% of the cores",
-        cpu.contender,
-        cpu.control_plane(),
-        components.join(", "),
-        cpu.bench,
-        cpu.total() * 100.0 / (cores() as f64 * time.as_secs_f64())
-    )
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn growth(out: &mut String, rows: &[Row]) {
@@ -269,7 +248,7 @@ fn growth(out: &mut String, rows: &[Row]) {
             ("ours", &row.ours),
             ("native", &row.native),
         ] {
-            let _ = writeln!(out, "    {name:<14} {}", cpu(&c.cpu, c.time));
+            let _ = writeln!(out, "    {name:<14} {}", c.cpu.described(c.time));
         }
     }
     for pair in rows.windows(2) {

@@ -36,6 +36,19 @@ impl Spawner {
         module: &[&str],
         extra: &[&str],
     ) -> Result<Host> {
+        self.host_with_env(name, namespace, module, extra, &[])
+    }
+
+    /// `host`, with `env` besides: each replica of a ring is told its own name (`POD_NAME`), as the
+    /// downward API tells a Pod.
+    pub fn host_with_env(
+        &self,
+        name: &'static str,
+        namespace: &str,
+        module: &[&str],
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Host> {
         let metrics_addr = format!("127.0.0.1:{}", ports::free_port());
         let mut args = vec![
             "run",
@@ -51,7 +64,9 @@ impl Spawner {
         args.extend_from_slice(module);
         args.extend_from_slice(extra);
         let bin = Path::new(env!("CARGO_BIN_EXE_reconcile-host"));
-        let process = self.spawn(name, bin, &args, &[("RUST_LOG", "warn")])?;
+        let mut vars = vec![("RUST_LOG", "warn")];
+        vars.extend_from_slice(env);
+        let process = self.spawn(name, bin, &args, &vars)?;
         Ok(Host {
             process,
             metrics_addr,

@@ -11,9 +11,10 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use testcluster::TestCluster;
 
+use crate::counters::{HostCounters, metric_sum};
 use crate::cpu::{CpuClock, CpuSeconds};
 use crate::floor::{self, Floor};
-use crate::measure::{Contender, HostCounters, metric_sum};
+use crate::measure::Contender;
 use crate::{api, http, watch};
 
 /// A hot swap on every parent, or the floor's writes of one: how long, the Deployment and status
