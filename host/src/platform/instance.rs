@@ -186,7 +186,9 @@ impl Run {
         let reconciles = (shared.joined.as_ref()).map_or(&shared.fence, |joined| &joined.fence);
         let clients = impersonating(&shared.config, user, Some(reconciles)).and_then(|fenced| {
             let unfenced = impersonating(&shared.config, user, None)?;
-            let assigns = impersonating(&shared.config, user, Some(&shared.fence))?;
+            let assigns = (shared.joined.as_ref())
+                .map(|_| impersonating(&shared.config, user, Some(&shared.fence)))
+                .transpose()?;
             Ok((fenced, unfenced, assigns))
         });
         let (client, unfenced, assigns) = match clients {
@@ -241,10 +243,12 @@ impl Run {
             let _ = stop.wait_for(|stop| *stop).await;
         };
         // The ring leader's assignment of this reconciler's parents, for as long as it runs.
-        let assigner = (self.shared.joined.as_ref()).map(|joined| {
-            let (client, fence) = (self.shared.client.clone(), self.shared.fence.clone());
-            reconciler.assigner(joined, assigns, client, fence)
-        });
+        let assigner = (self.shared.joined.as_ref())
+            .zip(assigns)
+            .map(|(joined, assigns)| {
+                let (client, fence) = (self.shared.client.clone(), self.shared.fence.clone());
+                reconciler.assigner(joined, assigns, client, fence)
+            });
         let assigning = async move {
             match assigner {
                 Some(assigner) => assigner.run().await,

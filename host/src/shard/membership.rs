@@ -13,7 +13,6 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::ring::Ring;
@@ -87,7 +86,6 @@ pub struct Membership {
     settings: ShardSettings,
     fence: Fence,
     elector: Elector,
-    live: watch::Receiver<Vec<String>>,
     ring: Arc<Mutex<Ring>>,
     observer: JoinHandle<()>,
 }
@@ -100,16 +98,14 @@ impl Membership {
         let election = settings.election();
         tracing::info!(ring = %settings.ring, member = %settings.member, lease = %election.lease, "joining the ring");
         let elector = Elector::start(election, client.clone(), fence.clone(), metrics.clone());
-        let (live_tx, live) = watch::channel(Vec::new());
         let api: Api<Lease> = Api::namespaced(client, &settings.namespace);
         let config = watcher::Config::default().labels(&settings.ring_selector());
         let ring = Arc::new(Mutex::new(Ring::default()));
-        let observer = tokio::spawn(observe(api, config, ring.clone(), live_tx, metrics.clone()));
+        let observer = tokio::spawn(observe(api, config, ring.clone(), metrics.clone()));
         Membership {
             settings: settings.clone(),
             fence,
             elector,
-            live,
             ring,
             observer,
         }
@@ -118,11 +114,6 @@ impl Membership {
     /// Open while this replica holds its own shard Lease: what its reconciles' writes pass.
     pub fn fence(&self) -> &Fence {
         &self.fence
-    }
-
-    /// The live members as this replica sees them, in name order; changes as the ring does.
-    pub fn live(&self) -> watch::Receiver<Vec<String>> {
-        self.live.clone()
     }
 
     /// What its reconcilers share: who it is in the ring, its fence, the ring it observes.
@@ -143,13 +134,12 @@ impl Membership {
     }
 }
 
-/// Keeps `live` (and the ring size metric) current from the ring's Leases: at every change of them,
+/// Keeps `ring` (and the ring size metric) current from the ring's Leases: at every change of them,
 /// and every retry period, when a Lease nobody renews may have lapsed.
 async fn observe(
     api: Api<Lease>,
     config: watcher::Config,
     ring: Arc<Mutex<Ring>>,
-    live: watch::Sender<Vec<String>>,
     metrics: Metrics,
 ) {
     let (store, writer) = reflector::store();
@@ -158,6 +148,7 @@ async fn observe(
         .touched_objects()
         .boxed();
     let mut tick = tokio::time::interval(RETRY_PERIOD);
+    let mut live = Vec::new();
     loop {
         tokio::select! {
             change = changes.next() => match change {
@@ -170,32 +161,23 @@ async fn observe(
         judge(
             &mut ring.lock().expect("ring lock poisoned"),
             &store,
-            &live,
+            &mut live,
             &metrics,
         );
     }
 }
 
-/// Observes the ring's Leases in `store` now and publishes its live members.
-fn judge(
-    ring: &mut Ring,
-    store: &Store<Lease>,
-    live: &watch::Sender<Vec<String>>,
-    metrics: &Metrics,
-) {
+/// Observes the ring's Leases in `store` now; logs a change of its `live` members.
+fn judge(ring: &mut Ring, store: &Store<Lease>, live: &mut Vec<String>, metrics: &Metrics) {
     let now = Instant::now();
     let leases = store.state();
     ring.observe(leases.iter().map(AsRef::as_ref), now);
     let members: Vec<String> = ring.live(now).into_iter().map(String::from).collect();
     metrics.ring_members(members.len());
-    live.send_if_modified(|current| {
-        let changed = *current != members;
-        if changed {
-            tracing::info!(members = ?members, "the ring changed");
-            *current = members;
-        }
-        changed
-    });
+    if *live != members {
+        tracing::info!(members = ?members, "the ring changed");
+        *live = members;
+    }
 }
 
 #[cfg(test)]
