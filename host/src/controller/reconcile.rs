@@ -18,7 +18,17 @@ use super::decide::status::Outcome;
 use super::error::{ReconcileError, uid_of};
 use super::observe::selection::parent_key;
 
+/// Reconciles `parent` within the fence's current tenure: should the Lease lapse meanwhile, nothing
+/// of it is written, even once the Lease is won back (the parent may be another member's by then).
 pub async fn reconcile(
+    parent: Arc<DynamicObject>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let fence = ctx.fence.clone();
+    fence.within_tenure(reconcile_in_tenure(parent, ctx)).await
+}
+
+async fn reconcile_in_tenure(
     parent: Arc<DynamicObject>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {

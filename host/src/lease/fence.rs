@@ -6,6 +6,13 @@
 //!
 //! The check sits in the client's tower stack, inside its retries: every attempt of a write is checked,
 //! a retried one too. Reads and watches pass: a standby keeps its caches warm.
+//!
+//! A fence also tells its tenures apart (one per opening after it admitted nothing): work begun in one
+//! tenure (`Fence::within_tenure`, around each reconcile) writes nothing in a later one. Without it a
+//! reconcile stalled across a lapse (a partition: the Lease lapses, the ring's leader moves the parent
+//! away, the Lease is won back) would write for a parent that is another replica's by then. The tenure
+//! is a task-local, so the check runs in the future the fence returns, which kube's client polls in
+//! the caller's task (its `Buffer` worker only makes the call).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -30,11 +37,28 @@ enum Admit {
     Never,
 }
 
+/// Until when writes are admitted, and in which tenure: one lock, so that a write never sees a new
+/// deadline with an old tenure.
+#[derive(Clone, Copy, Debug)]
+struct Gate {
+    admit: Admit,
+    /// How many times the fence opened after admitting nothing.
+    tenure: u64,
+}
+
+tokio::task_local! {
+    /// The tenure a task's work began in (`Fence::within_tenure`), and the fence it is of.
+    static TENURE: (FenceId, u64);
+}
+
+/// Which fence a tenure is of: a process has several (the leader Lease's, the shard Lease's).
+type FenceId = usize;
+
 /// Whether this replica may write: shared by the elector, which opens and closes it, and every client
 /// and reconciler that writes. Cheap to clone.
 #[derive(Clone)]
 pub struct Fence {
-    admit: Arc<Mutex<Admit>>,
+    gate: Arc<Mutex<Gate>>,
     /// Whether this replica leads, as the elector last decided: turns true when it takes the Lease and
     /// false when it steps down. `admits_writes` is the authority; this is for who waits for the turn.
     leading: watch::Sender<bool>,
@@ -58,7 +82,7 @@ impl Fence {
 
     fn with(admit: Admit) -> Fence {
         Fence {
-            admit: Arc::new(Mutex::new(admit)),
+            gate: Arc::new(Mutex::new(Gate { admit, tenure: 0 })),
             leading: watch::Sender::new(admit == Admit::Always),
             openings: watch::Sender::new(0),
             metrics: None,
@@ -76,17 +100,38 @@ impl Fence {
         self.metrics.clone()
     }
 
-    /// Whether a write may go out now.
+    /// Whether a write may go out now: the fence admits, and the task runs in no earlier tenure.
     pub fn admits_writes(&self) -> bool {
         self.admits_at(Instant::now())
     }
 
     fn admits_at(&self, now: Instant) -> bool {
-        match *self.admit.lock().expect("fence lock poisoned") {
+        let gate = *self.gate.lock().expect("fence lock poisoned");
+        let admits = match gate.admit {
             Admit::Always => true,
             Admit::Until(deadline) => now < deadline,
             Admit::Never => false,
-        }
+        };
+        let begun_in = TENURE
+            .try_with(|&(fence, tenure)| (fence == self.id()).then_some(tenure))
+            .ok()
+            .flatten();
+        admits && begun_in.is_none_or(|tenure| tenure == gate.tenure)
+    }
+
+    /// The current tenure: how many times the fence opened after admitting nothing.
+    pub fn tenure(&self) -> u64 {
+        self.gate.lock().expect("fence lock poisoned").tenure
+    }
+
+    /// Runs `work` in the current tenure: its writes through this fence (and `admits_writes` within
+    /// it) are admitted only until the fence next closes, even should it open again meanwhile.
+    pub async fn within_tenure<F: Future>(&self, work: F) -> F::Output {
+        TENURE.scope((self.id(), self.tenure()), work).await
+    }
+
+    fn id(&self) -> FenceId {
+        Arc::as_ptr(&self.gate) as FenceId
     }
 
     /// Whether this replica leads, followed: for who waits to lead or reacts to a new term.
@@ -104,25 +149,28 @@ impl Fence {
     /// A renewal that started at `renewed` succeeded: writes are admitted until `deadline`.
     pub(super) fn renewed_until(&self, deadline: Instant) {
         let reopened = {
-            let mut admit = self.admit.lock().expect("fence lock poisoned");
-            let was_open = match *admit {
+            let mut gate = self.gate.lock().expect("fence lock poisoned");
+            let was_open = match gate.admit {
                 Admit::Always => true,
                 Admit::Until(old) => Instant::now() < old,
                 Admit::Never => false,
             };
-            *admit = Admit::Until(deadline);
+            gate.admit = Admit::Until(deadline);
+            if !was_open {
+                gate.tenure += 1;
+            }
             !was_open
         };
         self.leading
             .send_if_modified(|leading| !std::mem::replace(leading, true));
         if reopened {
-            self.openings.send_modify(|n| *n += 1);
+            self.openings.send_replace(self.tenure());
         }
     }
 
     /// Steps down: nothing is admitted until the next successful renewal.
     pub(super) fn close(&self) {
-        *self.admit.lock().expect("fence lock poisoned") = Admit::Never;
+        self.gate.lock().expect("fence lock poisoned").admit = Admit::Never;
         self.leading
             .send_if_modified(|leading| std::mem::replace(leading, false));
     }
@@ -173,10 +221,11 @@ fn writes(method: &Method) -> bool {
 
 impl<S, B> Service<Request<B>> for FenceService<S>
 where
-    S: Service<Request<B>>,
+    S: Service<Request<B>> + Clone + Send + 'static,
     S::Response: Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
+    B: Send + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -186,16 +235,24 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    /// Checks in the future, not here: kube's client makes this call in its buffer's worker task,
+    /// where the caller's tenure is not seen, and polls the future in the caller's.
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        if writes(request.method()) && !self.fence.admits_writes() {
-            if let Some(metrics) = &self.fence.metrics {
-                metrics.write_fenced();
+        // The readied service goes with the request; a clone stays for the next `poll_ready`.
+        let clone = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, clone);
+        let fence = self.fence.clone();
+        Box::pin(async move {
+            if writes(request.method()) && !fence.admits_writes() {
+                if let Some(metrics) = &fence.metrics {
+                    metrics.write_fenced();
+                }
+                tracing::debug!(method = %request.method(), uri = %request.uri(), "write refused: the fence is closed");
+                return Err(FencedWrite.into());
             }
-            tracing::debug!(method = %request.method(), uri = %request.uri(), "write refused: the fence is closed");
-            return Box::pin(std::future::ready(Err(FencedWrite.into())));
-        }
-        let response = self.inner.call(request);
-        Box::pin(async move { response.await.map_err(Into::into) })
+            let mut ready = ready;
+            ready.call(request).await.map_err(Into::into)
+        })
     }
 }
 
@@ -254,6 +311,43 @@ mod tests {
         fence.close();
         fence.renewed_until(later(60_000));
         assert_eq!(*openings.borrow(), 3, "a term after stepping down");
+    }
+
+    #[tokio::test]
+    async fn work_begun_in_a_tenure_writes_nothing_after_a_lapse_even_once_the_fence_reopened() {
+        let fence = Fence::closed();
+        let other = Fence::closed();
+        let later = || Instant::now() + Duration::from_secs(60);
+        fence.renewed_until(later());
+        other.renewed_until(later());
+        // Through kube's client: its buffer makes the fence's call in a worker task of its own.
+        let sent = Arc::new(Mutex::new(0));
+        let counted = sent.clone();
+        let service = tower::service_fn(move |_: Request<kube::client::Body>| {
+            *counted.lock().unwrap() += 1;
+            async { Ok::<_, BoxError>(http::Response::new(String::from("{}"))) }
+        });
+        let client = kube::Client::new(FenceLayer(fence.clone()).layer(service), "default");
+        let write = || {
+            let request = Request::post("/apis/example.com/v1/things").body(Vec::new());
+            client.request_text(request.unwrap())
+        };
+
+        fence
+            .within_tenure(async {
+                write().await.expect("a write in its own tenure goes out");
+                // The Lease lapses, and is won back: a new tenure.
+                fence.close();
+                fence.renewed_until(later());
+                let error = write().await.expect_err("a write of the old tenure");
+                assert!(is_fenced(&error), "{error}");
+                assert!(!fence.admits_writes());
+                assert!(other.admits_writes(), "another fence's tenures are its own");
+            })
+            .await;
+        write().await.expect("work begun in the new tenure writes");
+        assert!(fence.admits_writes());
+        assert_eq!(*sent.lock().unwrap(), 2);
     }
 
     #[tokio::test]

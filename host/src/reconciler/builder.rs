@@ -187,11 +187,6 @@ impl ReconcilerBuilder {
         let mut follows = Follows(Vec::new());
         let leads = reconcile_all_on_leading(self.fence.clone(), reconcile_all.clone());
         follows.0.push(tokio::spawn(leads));
-        if let Some(member) = self.member.clone() {
-            follows
-                .0
-                .push(tokio::spawn(async move { member.follow_tenures().await }));
-        }
         if let Some(shadow) = self.shadow {
             let updates = shadow.updates(Some(self.client.clone()));
             let (ctx, runtime, reconcile_all) =

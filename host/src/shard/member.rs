@@ -12,7 +12,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::membership::Joined;
 use crate::identity::Identity;
@@ -54,11 +53,9 @@ pub struct Member {
     /// The parents it released, with the version it released: its cache may still hold that version
     /// for a moment after its release, and must not reconcile it.
     released: Mutex<HashMap<String, String>>,
-    /// The parents reconciled from the API server's copy in this tenure, and the tenure (how many
-    /// times the fence has changed when they were).
+    /// The parents reconciled from the API server's copy in this tenure, and the tenure (the
+    /// fence's, `Fence::tenure`).
     verified: Mutex<(u64, HashSet<String>)>,
-    /// How many times the fence has opened after admitting nothing: a tenure starts at each.
-    tenure: AtomicU64,
 }
 
 impl Member {
@@ -71,7 +68,6 @@ impl Member {
             fence,
             released: Mutex::default(),
             verified: Mutex::default(),
-            tenure: AtomicU64::new(0),
         }
     }
 
@@ -82,15 +78,7 @@ impl Member {
 
     /// The current tenure: changes each time the fence opens after admitting nothing.
     pub fn tenure(&self) -> u64 {
-        self.tenure.load(Ordering::SeqCst)
-    }
-
-    /// Starts a tenure each time the fence opens after admitting nothing, until the fence goes.
-    pub async fn follow_tenures(&self) {
-        let mut openings = self.fence.openings();
-        while openings.changed().await.is_ok() {
-            self.tenure.fetch_add(1, Ordering::SeqCst);
-        }
+        self.fence.tenure()
     }
 
     /// The label selector of its parents.
