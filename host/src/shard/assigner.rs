@@ -1,6 +1,6 @@
-//! The ring's leader at work: it watches the parents' metadata (not their bodies: a few hundred
-//! bytes each, whatever the parents hold), and on every change of a parent or of the ring, and every
-//! second (a member lapses with no event), decides each parent's action (`decide`) and writes it.
+//! The ring's leader at work: it watches the parents' metadata (not their bodies), keeps of each
+//! parent only its mark (`marks`), and on every change of a parent or of the ring, and every second
+//! (a member lapses with no event), decides each parent's action (`decide`) and writes it.
 //!
 //! Every write is conditional on the version decided from, and goes through a client fenced by the
 //! leader Lease: a leader that lost its Lease, or decided on a stale cache, changes nothing. A
@@ -19,9 +19,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{ApiResource, Patch, PatchParams, PostParams};
-use kube::core::{DynamicObject, PartialObjectMeta};
-use kube::runtime::reflector;
-use kube::runtime::reflector::store::Writer;
+use kube::core::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
@@ -29,12 +27,10 @@ use tokio::sync::Notify;
 
 use super::assign::assign;
 use super::decide::{Action, Held, decide};
+use super::marks::{Marks, Meta, located};
 use super::ring::{Ring, State};
 use crate::lease::{Fence, claimed};
 use crate::telemetry::Metrics;
-
-/// A parent as the leader watches it: its metadata only.
-type Meta = PartialObjectMeta<DynamicObject>;
 
 /// How often the leader decides again without a change: a member lapses by the clock alone.
 const TICK: Duration = Duration::from_secs(1);
@@ -65,73 +61,42 @@ pub struct Assigner {
     pub metrics: Metrics,
 }
 
-/// What the leader keeps of a parent's metadata: all but its names, UID, version and the labels
-/// `shard_label` and `drain_label` is dropped before it is cached.
-fn slim(shard_label: &str, drain_label: &str) -> impl FnMut(&mut Meta) + use<> {
-    let keep = [shard_label.to_string(), drain_label.to_string()];
-    move |parent| {
-        let metadata = &mut parent.metadata;
-        metadata.managed_fields = None;
-        metadata.annotations = None;
-        metadata.owner_references = None;
-        metadata.finalizers = None;
-        if let Some(labels) = &mut metadata.labels {
-            labels.retain(|key, _| keep.contains(key));
-        }
-    }
-}
-
 /// What the leader remembers between passes.
 #[derive(Default)]
 struct Memory {
     /// Parents written (or found changed), by UID, with the version they were decided from.
-    written: HashMap<String, String>,
+    written: HashMap<Box<str>, Box<str>>,
     /// Fenced members whose taken Lease was last renewed, and when.
     kept: HashMap<String, Instant>,
 }
 
 impl Memory {
-    /// Every write due at `now`, from `parents` (their shard and drain label keys: `labels`) and
-    /// the `ring`.
-    fn decide(
-        &mut self,
-        parents: impl IntoIterator<Item = Arc<Meta>>,
-        ring: &mut Ring,
-        (shard_label, drain_label): (&str, &str),
-        now: Instant,
-    ) -> Vec<Work> {
+    /// Every write due at `now`, from the `parents` and the `ring`.
+    fn decide(&mut self, parents: &Marks, ring: &mut Ring, now: Instant) -> Vec<Work> {
         let live: Vec<String> = ring.live(now).into_iter().map(String::from).collect();
         let mut work = Vec::new();
         let mut fence = BTreeSet::new();
         let mut holding: BTreeSet<String> = BTreeSet::new();
         // The parents still cached at the version they were written from; the others are done with.
         let mut pending = HashMap::new();
-        for parent in parents {
-            let (Some(uid), Some(version)) = (parent.uid(), parent.resource_version()) else {
-                continue;
-            };
-            let labels = parent.labels();
+        for (key, parent) in parents.iter() {
+            let (uid, version) = (&parent.uid, &parent.version);
             let held = Held {
-                member: labels.get(shard_label).map(String::as_str),
-                draining: labels.contains_key(drain_label),
+                member: parent.member.as_deref(),
+                draining: parent.draining,
             };
             if let Some(member) = held.member
                 && ring.state(member, now) == State::Fenced
             {
                 holding.insert(member.to_string());
             }
-            if self.written.get(&uid) == Some(&version) {
-                pending.insert(uid, version);
+            if self.written.get(uid) == Some(version) {
+                pending.insert(uid.clone(), version.clone());
                 continue;
             }
-            let key = match parent.namespace() {
-                Some(namespace) => format!("{namespace}/{}", parent.name_any()),
-                None => parent.name_any(),
-            };
-            let desired = assign(&key, live.iter().map(String::as_str));
+            let desired = assign(key, live.iter().map(String::as_str));
             let label = |to: Option<&str>, action| Work::Label {
-                namespace: parent.namespace(),
-                name: parent.name_any(),
+                key: key.to_string(),
                 uid: uid.clone(),
                 version: version.clone(),
                 to: to.map(String::from),
@@ -165,12 +130,11 @@ impl Memory {
 /// One write the leader decided.
 #[derive(Debug, PartialEq)]
 enum Work {
-    /// Labels of the parent `namespace/name` at `version`: assigned to `to`, or asked to drain.
+    /// Labels of the parent with `key` at `version`: assigned to `to`, or asked to drain.
     Label {
-        namespace: Option<String>,
-        name: String,
-        uid: String,
-        version: String,
+        key: String,
+        uid: Box<str>,
+        version: Box<str>,
         to: Option<String>,
         action: &'static str,
     },
@@ -196,31 +160,27 @@ impl Assigner {
         }
     }
 
-    /// One term's assignment: a fresh cache of the parents' metadata, decisions on every change.
+    /// One term's assignment: a fresh table of the parents, decisions on every change.
     async fn lead(&self) {
-        let writer = Writer::new(self.resource.clone());
-        let store = writer.as_reader();
+        let marks = Mutex::new(Marks::new(&self.shard_label, &self.drain_label));
         let changed = Notify::new();
         let mut config = watcher::Config::default();
         if let Some(selector) = &self.selector {
             config = config.labels(selector);
         }
-        // An `Api` of `PartialObjectMeta` asks for the metadata alone, and of that the leader keeps
-        // what it decides on: names, UID, version and its two labels (managedFields, annotations and
-        // the other labels are most of it, and would be held for every parent).
+        // An `Api` of `PartialObjectMeta` asks for the metadata alone.
         let api: Api<Meta> = match &self.namespace {
             Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &self.resource),
             None => Api::all_with(self.client.clone(), &self.resource),
         };
-        let stream = watcher(api, config)
-            .default_backoff()
-            .modify(slim(&self.shard_label, &self.drain_label));
-        let stream = reflector::reflector(writer, stream).touched_objects();
         let watch = async {
-            let mut stream = std::pin::pin!(stream);
+            let mut stream = std::pin::pin!(watcher(api, config).default_backoff());
             loop {
                 match stream.try_next().await {
-                    Ok(Some(_)) => changed.notify_one(),
+                    Ok(Some(event)) => {
+                        marks.lock().expect("marks lock poisoned").apply(event);
+                        changed.notify_one();
+                    }
                     Ok(None) => return,
                     Err(e) => {
                         tracing::debug!(error = %e, "watching the parents' metadata; retried")
@@ -241,8 +201,8 @@ impl Assigner {
                 }
                 let work = {
                     let mut ring = self.ring.lock().expect("ring lock poisoned");
-                    let labels = (self.shard_label.as_str(), self.drain_label.as_str());
-                    memory.decide(store.state(), &mut ring, labels, Instant::now())
+                    let marks = marks.lock().expect("marks lock poisoned");
+                    memory.decide(&marks, &mut ring, Instant::now())
                 };
                 let fenced = work.iter().any(|w| matches!(w, Work::Fence { .. }));
                 self.carry_out(work, &mut memory.written).await;
@@ -268,8 +228,8 @@ impl Assigner {
     }
 
     /// Writes `work`, at most `WRITES` at a time; records each parent written at its version.
-    async fn carry_out(&self, work: Vec<Work>, written: &mut HashMap<String, String>) {
-        let done: Vec<Option<(String, String)>> = futures::stream::iter(work)
+    async fn carry_out(&self, work: Vec<Work>, written: &mut HashMap<Box<str>, Box<str>>) {
+        let done: Vec<Option<(Box<str>, Box<str>)>> = futures::stream::iter(work)
             .map(|work| self.write(work))
             .buffer_unordered(WRITES)
             .collect()
@@ -278,11 +238,10 @@ impl Assigner {
     }
 
     /// One write; the parent's UID and version once written (or found changed meanwhile).
-    async fn write(&self, work: Work) -> Option<(String, String)> {
+    async fn write(&self, work: Work) -> Option<(Box<str>, Box<str>)> {
         match work {
             Work::Label {
-                namespace,
-                name,
+                key,
                 uid,
                 version,
                 to,
@@ -293,9 +252,10 @@ impl Assigner {
                     None => json!({&self.drain_label: "true"}),
                 };
                 let patch = json!({"metadata": {"resourceVersion": version, "labels": labels}});
-                let api = self.api(namespace.as_deref());
-                match api
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                let (namespace, name) = located(&key);
+                match self
+                    .api(namespace)
+                    .patch(name, &PatchParams::default(), &Patch::Merge(patch))
                     .await
                 {
                     Ok(_) => {

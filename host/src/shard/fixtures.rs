@@ -1,7 +1,6 @@
 //! Fixtures of the ring's tests: shard Leases and parents as the ring's leader sees them.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -33,9 +32,9 @@ pub fn parent(
     name: &str,
     version: &str,
     labels: &[(&str, &str)],
-) -> Arc<PartialObjectMeta<DynamicObject>> {
+) -> PartialObjectMeta<DynamicObject> {
     let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-    Arc::new(PartialObjectMeta {
+    PartialObjectMeta {
         types: None,
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -46,5 +45,5 @@ pub fn parent(
             ..Default::default()
         },
         _phantom: PhantomData,
-    })
+    }
 }

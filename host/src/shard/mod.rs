@@ -77,7 +77,8 @@
 //!
 //! # The pieces
 //! `assign`, `ring`, `decide` and `member::claim` decide (pure, table-tested); `membership` holds
-//! this replica's shard Lease and observes the ring; `assigner` is the ring leader's loop;
+//! this replica's shard Lease and observes the ring; `assigner` is the ring leader's loop, over its
+//! compact table of the parents (`marks`);
 //! `controller::claim` carries out a member's claim inside each reconcile.
 
 pub mod assign;
@@ -85,6 +86,7 @@ pub mod assigner;
 pub mod decide;
 #[cfg(test)]
 mod fixtures;
+pub mod marks;
 pub mod member;
 pub mod membership;
 pub mod ring;
