@@ -15,8 +15,8 @@ use sha2::{Digest as _, Sha256};
 
 use crate::kind::Gvk;
 pub use crate::names::{
-    DRAIN_LABEL_PREFIX, LEASE_PREFIX, MANAGED_BY_LABEL, MANAGER, RECONCILER_ANNOTATION,
-    RECONCILER_LABEL, SHARD_LABEL_PREFIX,
+    DRAIN_LABEL_PREFIX, LEASE_PREFIX, MANAGED_BY_LABEL, MANAGER, MOVED_ANNOTATION_PREFIX,
+    RECONCILER_ANNOTATION, RECONCILER_LABEL, SHARD_LABEL_PREFIX,
 };
 use crate::selector::LabelSelector;
 
@@ -109,6 +109,11 @@ impl Identity {
     /// The key of the label by which the ring's leader asks a member to release a parent.
     pub fn drain_label(&self) -> String {
         format!("{DRAIN_LABEL_PREFIX}{}", self.label)
+    }
+
+    /// The key of the annotation naming the member a parent last left.
+    pub fn moved_annotation(&self) -> String {
+        format!("{MOVED_ANNOTATION_PREFIX}{}", self.label)
     }
 
     /// The label selector of children made before children named their reconciler: the generic

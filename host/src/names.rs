@@ -28,6 +28,11 @@ pub const SHARD_LABEL_PREFIX: &str = "shard.reconcile-host.dev/";
 /// What the drain label's key puts before a reconciler's identity label: the ring's leader asks the
 /// member holding a parent to release it (the member then removes both labels).
 pub const DRAIN_LABEL_PREFIX: &str = "drain.reconcile-host.dev/";
+/// What the moved annotation's key puts before a reconciler's identity label: on a parent that left a
+/// member, that member's name, written with its release (or by the ring's leader, with the new label,
+/// when the member lapsed). The parent's next member lists its children from the API server only
+/// then: they are still labelled for the member it left. A parent that never moved needs no list.
+pub const MOVED_ANNOTATION_PREFIX: &str = "moved.reconcile-host.dev/";
 /// Label on the children of a sharded reconciler: their parent's UID, by which a member lists the
 /// children of a parent that just moved to it (their shard label still names the member it left).
 pub const PARENT_UID_LABEL: &str = "reconcile-host.dev/parent-uid";

@@ -3,15 +3,20 @@
 //! replica records the interval of every reconcile it ran (`reconcile_host::shard::record`), so
 //! "exactly one member" and "never two at once" are proved from the replicas' own records, not from
 //! timing; the one timing bound is the issue's: a killed replica's parents are served again within
-//! the Lease duration plus 5 s.
+//! the Lease duration plus 5 s. (The killed replica's Lease is then deleted as orphaned: the test
+//! waits the minute that takes.)
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use kube::Client;
-use kube::api::ListParams;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, ListParams};
+use kube::{Client, ResourceExt};
 use reconcile_host::lease::LEASE_DURATION;
+use reconcile_host::names::MEMBER_LABEL;
+use reconcile_host::shard::ring::ORPHANED_AFTER;
 use serde_json::{Value, json};
 use testcluster::{TestCluster, failure_guard};
 use tokio::sync::Mutex;
@@ -223,6 +228,30 @@ async fn a_killed_replicas_parents_are_served_again_within_the_lease_duration_pl
         "{} parents served again only after {served_again:?}, more than {bound:?}",
         held.len()
     );
+
+    // Its shard Lease, taken by the new leader and let go once its parents moved, is orphaned a
+    // minute after its last renewal and deleted; the live members' Leases stay.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
+    let members = wait_for("the killed member's shard Lease deleted", || async {
+        let listed = (leases
+            .list(&ListParams::default().labels(MEMBER_LABEL))
+            .await)
+            .ok()?;
+        let members: BTreeSet<String> = (listed.items.iter())
+            .filter_map(|lease| lease.labels().get(MEMBER_LABEL).cloned())
+            .collect();
+        (!members.contains(&killed)).then_some(members)
+    })
+    .await;
+    println!(
+        "the killed member's Lease deleted {:?} after the kill (orphaned after {ORPHANED_AFTER:?} unrenewed)",
+        killed_at.elapsed()
+    );
+    let live: BTreeSet<String> = ('a'..='c')
+        .map(|letter| member(&namespace, letter))
+        .filter(|member| member != &killed)
+        .collect();
+    assert_eq!(members, live);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! reconcile now (`shard::Member::claim`), carried out. A parent the ring's leader drains is handed
 //! over here, inside a reconcile of it, so that kube-runtime (which never runs two reconciles of one
 //! object at once) guarantees the last one has finished; a parent reconciled for the first time in
-//! a tenure is read from the API server with its children (see `shard::member` for why).
+//! a tenure is read from the API server, with its children when it moved from another member (see
+//! `shard::member` for why).
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -28,10 +29,12 @@ pub enum Claimed {
     /// Not this member's to reconcile now (another's, or just handed over): the reconcile ends.
     Done,
     /// Its own: reconcile `parent`. `fresh`: read from the API server in `tenure`; the reconcile
-    /// lists its children too, and records the parent verified once it succeeds.
+    /// records the parent verified once it succeeds. `list_children`: the reconcile lists them from
+    /// the API server too.
     Own {
         parent: Arc<DynamicObject>,
         fresh: Option<u64>,
+        list_children: bool,
     },
 }
 
@@ -42,6 +45,7 @@ impl Context {
             return Ok(Claimed::Own {
                 parent,
                 fresh: None,
+                list_children: false,
             });
         };
         let tenure = member.tenure();
@@ -52,6 +56,7 @@ impl Context {
             Claim::Reconcile { fresh: false } => Ok(Claimed::Own {
                 parent,
                 fresh: None,
+                list_children: false,
             }),
             Claim::Reconcile { fresh: true } => {
                 let api = self.parent_api(&parent);
@@ -65,10 +70,17 @@ impl Context {
                 match member.claim(ring_view(member, &current)?, tenure) {
                     Claim::Skip => Ok(Claimed::Done),
                     Claim::Release => self.hand_over(member, &current).await,
-                    Claim::Reconcile { .. } => Ok(Claimed::Own {
-                        parent: current,
-                        fresh: Some(tenure),
-                    }),
+                    Claim::Reconcile { .. } => {
+                        let annotations = current.metadata.annotations.as_ref();
+                        let moved_from = annotations
+                            .and_then(|a| a.get(&member.moved_annotation))
+                            .map(String::as_str);
+                        Ok(Claimed::Own {
+                            list_children: member.lists_children(moved_from),
+                            parent: current,
+                            fresh: Some(tenure),
+                        })
+                    }
                 }
             }
         }
@@ -87,8 +99,9 @@ impl Context {
         member.retain(|uid| uids.contains(uid));
     }
 
-    /// Gives `parent` back to the ring's leader: both labels removed, on the condition that it is
-    /// still the version this replica decided on (a newer one triggers another reconcile).
+    /// Gives `parent` back to the ring's leader: both labels removed and the member named as the one
+    /// it moved from, on the condition that it is still the version this replica decided on (a
+    /// newer one triggers another reconcile).
     async fn hand_over(
         &self,
         member: &Member,
@@ -99,6 +112,7 @@ impl Context {
         let patch = json!({"metadata": {
             "resourceVersion": version,
             "labels": {&member.shard_label: null, &member.drain_label: null},
+            "annotations": {&member.moved_annotation: &member.name},
         }});
         let api = self.parent_api(parent);
         let written = api
@@ -123,8 +137,8 @@ impl Context {
     }
 
     /// The children of `parent` (with `uid`) from the API server, by the label every member puts on
-    /// them, whichever member that was: those of a parent that just moved here are in no cache of
-    /// this replica yet. Only those the parent controls count, as in the caches.
+    /// them, whichever member that was: those of a parent that just moved here from another member
+    /// are in no cache of this replica yet. Only those the parent controls count, as in the caches.
     pub async fn observe_listed(
         &self,
         parent: &DynamicObject,

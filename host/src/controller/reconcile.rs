@@ -39,8 +39,12 @@ async fn reconcile_in_tenure(
     }
     let key = parent_key(&parent);
     // A sharded reconciler's parent may be another member's, or handed over now (`claim`).
-    let (parent, fresh) = match ctx.claim(parent).await {
-        Ok(Claimed::Own { parent, fresh }) => (parent, fresh),
+    let (parent, fresh, list_children) = match ctx.claim(parent).await {
+        Ok(Claimed::Own {
+            parent,
+            fresh,
+            list_children,
+        }) => (parent, fresh, list_children),
         Ok(Claimed::Done) => return Ok(Action::await_change()),
         Err(e) if e.parent_gone() => return Ok(Action::await_change()),
         Err(e) if !ctx.fence.admits_writes() => {
@@ -54,7 +58,7 @@ async fn reconcile_in_tenure(
     };
     let _timer = ctx.metrics.reconcile_started();
     let started = now_us();
-    let result = match reconcile_inner(&parent, &key, fresh.is_some(), &ctx).await {
+    let result = match reconcile_inner(&parent, &key, list_children, &ctx).await {
         Err(e) if e.parent_gone() => {
             tracing::debug!(parent = %key, "the parent is gone: nothing left to reconcile");
             Ok(Action::await_change())

@@ -296,6 +296,7 @@ impl Reconciler {
             me: joined.member.clone(),
             shard_label: ctx.identity.shard_label(),
             drain_label: ctx.identity.drain_label(),
+            moved_annotation: ctx.identity.moved_annotation(),
             metrics: ctx.metrics.clone(),
         }
     }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{ApiResource, Patch, PatchParams, PostParams};
+use kube::api::{ApiResource, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 use super::assign::assign;
 use super::decide::{Action, Held, decide};
 use super::marks::{Marks, Meta, located};
-use super::ring::{Ring, State};
+use super::ring::{Ring, State, member_of};
 use crate::lease::{Fence, claimed};
 use crate::telemetry::Metrics;
 
@@ -58,6 +58,8 @@ pub struct Assigner {
     pub me: String,
     pub shard_label: String,
     pub drain_label: String,
+    /// Where a parent moved from a lapsed member names that member (`Identity::moved_annotation`).
+    pub moved_annotation: String,
     pub metrics: Metrics,
 }
 
@@ -77,6 +79,8 @@ impl Memory {
         let mut work = Vec::new();
         let mut fence = BTreeSet::new();
         let mut holding: BTreeSet<String> = BTreeSet::new();
+        // Every member a parent names: its Lease is no orphan to delete.
+        let mut named: BTreeSet<&str> = BTreeSet::new();
         // The parents still cached at the version they were written from; the others are done with.
         let mut pending = HashMap::new();
         for (key, parent) in parents.iter() {
@@ -85,6 +89,7 @@ impl Memory {
                 member: parent.member.as_deref(),
                 draining: parent.draining,
             };
+            named.extend(held.member);
             if let Some(member) = held.member
                 && ring.state(member, now) == State::Fenced
             {
@@ -95,18 +100,21 @@ impl Memory {
                 continue;
             }
             let desired = assign(key, live.iter().map(String::as_str));
-            let label = |to: Option<&str>, action| Work::Label {
+            let label = |to: Option<&str>, moved_from: Option<&str>, action| Work::Label {
                 key: key.to_string(),
                 uid: uid.clone(),
                 version: version.clone(),
                 to: to.map(String::from),
+                moved_from: moved_from.map(String::from),
                 action,
             };
             match decide(held, desired, |member| ring.state(member, now)) {
                 Action::Keep => {}
-                Action::Assign { to } => work.push(label(Some(to), "assign")),
-                Action::Drain { .. } => work.push(label(None, "drain")),
-                Action::Reassign { to, .. } => work.push(label(Some(to), "reassign")),
+                Action::Assign { to } => work.push(label(Some(to), None, "assign")),
+                Action::Drain { .. } => work.push(label(None, None, "drain")),
+                Action::Reassign { from, to } => {
+                    work.push(label(Some(to), Some(from), "reassign"));
+                }
                 Action::Fence { member } => {
                     fence.insert(member.to_string());
                 }
@@ -122,7 +130,15 @@ impl Memory {
                 fence.insert(member);
             }
         }
+        let orphans = (ring.orphaned(now))
+            .filter_map(member_of)
+            .filter(|member| !named.contains(member) && !fence.contains(*member))
+            .map(|member| Work::Forget {
+                member: member.to_string(),
+            })
+            .collect::<Vec<_>>();
         work.extend(fence.into_iter().map(|member| Work::Fence { member }));
+        work.extend(orphans);
         work
     }
 }
@@ -130,16 +146,20 @@ impl Memory {
 /// One write the leader decided.
 #[derive(Debug, PartialEq)]
 enum Work {
-    /// Labels of the parent with `key` at `version`: assigned to `to`, or asked to drain.
+    /// Labels of the parent with `key` at `version`: assigned to `to`, or asked to drain; with the
+    /// member it is moved from, when that member cannot release it (it lapsed).
     Label {
         key: String,
         uid: Box<str>,
         version: Box<str>,
         to: Option<String>,
+        moved_from: Option<String>,
         action: &'static str,
     },
     /// Take (or keep) the Lease of `member`.
     Fence { member: String },
+    /// Delete the orphaned Lease of `member`, which no parent names.
+    Forget { member: String },
 }
 
 impl Assigner {
@@ -245,13 +265,17 @@ impl Assigner {
                 uid,
                 version,
                 to,
+                moved_from,
                 action,
             } => {
                 let labels: Value = match &to {
                     Some(to) => json!({&self.shard_label: to, &self.drain_label: null}),
                     None => json!({&self.drain_label: "true"}),
                 };
-                let patch = json!({"metadata": {"resourceVersion": version, "labels": labels}});
+                let mut patch = json!({"metadata": {"resourceVersion": version, "labels": labels}});
+                if let Some(from) = moved_from {
+                    patch["metadata"]["annotations"] = json!({&self.moved_annotation: from});
+                }
                 let (namespace, name) = located(&key);
                 match self
                     .api(namespace)
@@ -276,6 +300,38 @@ impl Assigner {
                 self.take(&member).await;
                 None
             }
+            Work::Forget { member } => {
+                self.forget(&member).await;
+                None
+            }
+        }
+    }
+
+    /// Deletes `member`'s orphaned Lease as last observed (conditional on that version: it fails
+    /// if the member, or a leader keeping it taken, renewed it meanwhile).
+    async fn forget(&self, member: &str) {
+        let lease = {
+            let ring = self.ring.lock().expect("ring lock poisoned");
+            ring.lease(member).cloned()
+        };
+        let Some(lease) = lease else {
+            return;
+        };
+        let name = lease.name_any();
+        let preconditions = Preconditions {
+            resource_version: lease.resource_version(),
+            uid: lease.uid(),
+        };
+        let params = DeleteParams {
+            preconditions: Some(preconditions),
+            ..DeleteParams::default()
+        };
+        match self.leases.delete(&name, &params).await {
+            Ok(_) => {
+                self.metrics.shard_assignment("forget");
+                tracing::info!(%member, lease = %name, "deleted the Lease of a member gone for a minute");
+            }
+            Err(e) => tracing::debug!(%member, error = %e, "deleting an orphaned Lease; retried"),
         }
     }
 

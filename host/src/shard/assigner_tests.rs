@@ -37,15 +37,35 @@ fn labels(work: &[Work]) -> Vec<(String, &'static str, Option<String>)> {
             Work::Label {
                 key, action, to, ..
             } => Some((key.clone(), *action, to.clone())),
-            Work::Fence { .. } => None,
+            Work::Fence { .. } | Work::Forget { .. } => None,
         })
         .collect()
 }
 
-fn fenced(work: &[Work]) -> Vec<&str> {
+/// The member each label write of `work` names as the one its parent moved from.
+fn moved_from(work: &[Work]) -> BTreeSet<Option<&str>> {
     (work.iter())
         .filter_map(|w| match w {
-            Work::Fence { member } => Some(member.as_str()),
+            Work::Label { moved_from, .. } => Some(moved_from.as_deref()),
+            Work::Fence { .. } | Work::Forget { .. } => None,
+        })
+        .collect()
+}
+
+/// The members whose Lease `work` takes (or keeps taken).
+fn fenced(work: &[Work]) -> Vec<&str> {
+    lease_writes(work, |w| matches!(w, Work::Fence { .. }))
+}
+
+/// The members whose orphaned Lease `work` deletes.
+fn forgotten(work: &[Work]) -> Vec<&str> {
+    lease_writes(work, |w| matches!(w, Work::Forget { .. }))
+}
+
+fn lease_writes(work: &[Work], which: impl Fn(&Work) -> bool) -> Vec<&str> {
+    (work.iter().filter(|w| which(w)))
+        .filter_map(|w| match w {
+            Work::Fence { member } | Work::Forget { member } => Some(member.as_str()),
             Work::Label { .. } => None,
         })
         .collect()
@@ -83,6 +103,11 @@ fn the_leader_assigns_drains_to_a_joining_member_and_moves_a_lapsed_members_pare
     assert_eq!(labels(&work).len(), expected.len());
     assert_eq!(labels(&work).into_iter().collect::<BTreeSet<_>>(), expected);
     assert!(fenced(&work).is_empty());
+    assert_eq!(
+        moved_from(&work),
+        [None].into(),
+        "new parents moved from nobody"
+    );
     written(&mut memory, &work);
     // The cache still shows the versions written from: nothing is written twice.
     let again = memory.decide(&parents("1", |_| None), &mut ring, at(0));
@@ -137,6 +162,11 @@ fn the_leader_assigns_drains_to_a_joining_member_and_moves_a_lapsed_members_pare
     let work = memory.decide(&settled, &mut ring, at(13));
     let moved = labels(&work);
     assert_eq!(moved.len(), b_holds);
+    assert_eq!(
+        moved_from(&work),
+        [Some("b")].into(),
+        "moved from b, which cannot say so itself"
+    );
     for (key, action, to) in &moved {
         assert_eq!(*action, "reassign");
         assert_eq!(to, &on(&["a", "c"])(key));
@@ -155,4 +185,16 @@ fn the_leader_assigns_drains_to_a_joining_member_and_moves_a_lapsed_members_pare
     // Once its parents moved, b's Lease is let go.
     let work = memory.decide(&parents("5", on(&["a", "c"])), &mut ring, at(17));
     assert!(work.is_empty(), "{work:?}");
+
+    // Unrenewed for a minute, b's Lease is an orphan: deleted, unless a parent still names b.
+    let taken = lease("b", "a", 13);
+    ring.observe(&[lease("a", "a", 73), taken, lease("c", "c", 73)], at(73));
+    let work = memory.decide(&settled, &mut ring, at(73));
+    assert!(forgotten(&work).is_empty(), "b still named: {work:?}");
+    let work = memory.decide(&parents("6", on(&["a", "c"])), &mut ring, at(73));
+    assert_eq!(forgotten(&work), ["b"]);
+    assert!(
+        labels(&work).is_empty() && fenced(&work).is_empty(),
+        "{work:?}"
+    );
 }

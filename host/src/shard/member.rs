@@ -3,12 +3,14 @@
 //! release. The decision (`claim`) is pure and table-tested; the reconcile carries it out
 //! (`controller::shard`).
 //!
-//! Why a parent's first reconcile in each tenure reads the parent and its children from the API
-//! server (`Claim::Reconcile { fresh: true }`): the caches select by this member's label, so a parent
-//! that just moved here has its children, still labelled with the member it came from, in no cache
-//! of this replica; and after a lost Lease the parent cache may still hold parents the leader moved
-//! away meanwhile. One GET and one list per child kind per parent and tenure settle both, and the
-//! apply that follows labels the children for this member's caches.
+//! Why a parent's first reconcile in each tenure reads the parent from the API server
+//! (`Claim::Reconcile { fresh: true }`): after a lost Lease the parent cache may still hold parents
+//! the leader moved away meanwhile. And why it then lists the parent's children from the API server
+//! when the parent moved from another member (`lists_children`): the caches select by this member's
+//! label, so the children of a parent that just moved here, still labelled for the member it left,
+//! are in no cache of this replica; the apply that follows labels them for this member's caches. A
+//! parent that never moved has its children in this member's caches (or, made before the reconciler
+//! was sharded, in the cache of unlabelled children): a list would scan its namespace for nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -48,6 +50,8 @@ pub struct Member {
     /// The keys of the shard and drain labels of this reconciler (`Identity`).
     pub shard_label: String,
     pub drain_label: String,
+    /// The key of the annotation naming the member a parent last left.
+    pub moved_annotation: String,
     /// Its own shard Lease: what its writes pass.
     pub fence: Fence,
     /// The parents it released, with the version it released: its cache may still hold that version
@@ -65,6 +69,7 @@ impl Member {
             name,
             shard_label: identity.shard_label(),
             drain_label: identity.drain_label(),
+            moved_annotation: identity.moved_annotation(),
             fence,
             released: Mutex::default(),
             verified: Mutex::default(),
@@ -118,6 +123,12 @@ impl Member {
         let verified = self.verified.lock().expect("verified lock poisoned");
         let verified = verified.0 == tenure && verified.1.contains(parent.uid);
         claim(parent, &self.name, &mut released, verified)
+    }
+
+    /// Whether a fresh reconcile of a parent that last left `moved_from` lists its children from
+    /// the API server: only when they may be labelled for another member.
+    pub fn lists_children(&self, moved_from: Option<&str>) -> bool {
+        moved_from.is_some_and(|from| from != self.name)
     }
 
     /// Records that `uid` was released at `resource_version`: should it come back, it is read fresh.
@@ -265,6 +276,17 @@ mod tests {
         assert_eq!(member.remembered(), 2);
         member.retain(|uid| uid == "u2");
         assert_eq!(member.remembered(), 1);
+    }
+
+    #[test]
+    fn only_a_parent_that_left_another_member_has_its_children_listed() {
+        let member = Member::new("a".into(), &Identity::new("myapp"), Fence::open());
+        assert!(member.lists_children(Some("b")), "moved from b");
+        assert!(!member.lists_children(None), "never moved");
+        assert!(
+            !member.lists_children(Some("a")),
+            "released by a, assigned back to a before any other held it"
+        );
     }
 
     #[test]

@@ -8,15 +8,18 @@
 //! replica's shard Lease carries `reconcile-host.dev/ring=<ring>` and
 //! `reconcile-host.dev/member=<member>` (the member: the Pod's name as a label value; the Lease's
 //! holder is that name too). A parent carries `shard.reconcile-host.dev/<reconciler>=<member>`, and
-//! `drain.reconcile-host.dev/<reconciler>=true` while its member is asked to let it go. The keys name
-//! the reconciler, so two reconcilers of one kind (two decorators of Namespace) shard independently.
+//! `drain.reconcile-host.dev/<reconciler>=true` while its member is asked to let it go, and once it
+//! left a member the annotation `moved.reconcile-host.dev/<reconciler>=<member it left>`. The keys
+//! name the reconciler, so two reconcilers of one kind (two decorators of Namespace) shard
+//! independently.
 //!
 //! # Membership (`membership`, `ring`)
 //! Each replica holds a Lease of its own with the machinery of the leader election (`lease::Elector`:
 //! renewed every 2 s, its `Fence` closing 7 s after the start of the last renewal, stood for again
 //! after a loss without ending the process). The live Leases with the ring's label are the ring: a
 //! reflector watches them, and a member is live while this observer has seen its record renewed
-//! within the Lease's duration, on its own clock, as `elector::decide` judges (`ring`).
+//! within the Lease's duration, on its own clock, as `elector::decide` judges (`ring`). A Lease left
+//! unrenewed for a minute, once no parent names its member, is deleted by the ring's leader.
 //!
 //! # Assignment (`assign`, `decide`)
 //! One replica, the holder of the reconciler's leader Lease (the one `--leader-election` uses), is
@@ -40,8 +43,10 @@
 //!   member's Lease, a write conditional on the resourceVersion it judged, which fails if the member
 //!   renewed meanwhile. Held by the leader, the Lease is out of the member's reach until it has
 //!   watched the leader's record unrenewed for a whole duration (the member stands again, as after
-//!   any loss), and the leader moves its parents at once. A member that takes its Lease again lists
-//!   its parents afresh before it reconciles: its old cache may hold parents moved meanwhile.
+//!   any loss), and the leader moves its parents at once. A member that takes its Lease again reads
+//!   its parents afresh before it reconciles: its old cache may hold parents moved meanwhile. And a
+//!   reconcile it began before the loss writes nothing after it, even once the Lease is won back:
+//!   the fence admits a write only in the tenure its reconcile began in (`Fence::within_tenure`).
 //! - A replica shutting down stops its controller (running reconciles finish), then releases its
 //!   Lease; the leader fences and moves its parents at once, without waiting for a duration.
 //!
@@ -68,10 +73,11 @@
 //! (`reconcile-host.dev/parent-uid`), written with every apply (no extra write while they do not
 //! change); a member's child caches select its own label, plus the children no member labelled yet
 //! (made before the reconciler was sharded), which every member caches until its first apply labels
-//! them. A parent's first reconcile in each of its member's tenures reads the parent and lists its
-//! children by the parent-UID label from the API server (`member`): a parent that just moved has its
-//! children labelled for the member it left, in no cache of its new one, and after a lost Lease the
-//! parent cache may hold parents moved away meanwhile. Its apply then labels the children for the new
+//! them. A parent's first reconcile in each of its member's tenures reads the parent, and may list its
+//! children by the parent-UID label, from the API server (`member`): after a lost Lease the parent
+//! cache may hold parents moved away meanwhile, and a parent that just moved (its moved annotation
+//! names another member) has its children labelled for the member it left, in no cache of its new
+//! one; a parent that never moved is not listed for. Its apply then labels the children for the new
 //! member. Related objects are not the host's to write: their caches do not divide by label; each
 //! member caches them whole.
 //!

@@ -11,14 +11,21 @@
 //! Lease held by another, the leader that took it): it cannot write again before it has watched that
 //! record unrenewed for the Lease's duration, so its parents move at once; `Unseen` (no Lease seen
 //! yet, for less than a duration): nothing moves yet.
+//!
+//! A member's Lease left unrenewed for `ORPHANED_AFTER` is orphaned: once no parent names the member,
+//! the ring's leader deletes it, so that the Leases of replicas gone (each rollout's) do not pile up.
+//! kubernetes-controller-sharding does the same with a shard dead for a minute.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 
 use crate::lease::{Watched, duration};
 use crate::names::MEMBER_LABEL;
+
+/// How long a member's Lease stays unrenewed (and the member not live) before it is orphaned.
+pub const ORPHANED_AFTER: Duration = Duration::from_secs(60);
 
 /// What a member is to the ring, as this observer judges it now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +103,16 @@ impl Ring {
             true => State::Unseen,
             false => State::Lapsed,
         }
+    }
+
+    /// The Leases of the members not live whose record was watched unchanged for `ORPHANED_AFTER`.
+    pub fn orphaned(&self, now: Instant) -> impl Iterator<Item = &Lease> {
+        (self.members.iter())
+            .filter(move |(member, observed)| {
+                judge(member, observed, now) != State::Live
+                    && observed.watched.unchanged_for(now) >= ORPHANED_AFTER
+            })
+            .map(|(_, observed)| &observed.lease)
     }
 
     /// `member`'s Lease as last observed (what the leader's conditional take starts from).
@@ -206,6 +223,37 @@ mod tests {
         assert_eq!(ring.state("unseen", at(19)), State::Unseen);
         assert_eq!(ring.state("unseen", at(20)), State::Lapsed);
         assert_eq!(ring.lease("stale").and_then(member_of), Some("stale"));
+    }
+
+    #[test]
+    fn a_lease_unrenewed_for_a_minute_and_not_live_is_orphaned() {
+        let start = Instant::now();
+        let at = |s| start + Duration::from_secs(s);
+        let mut ring = Ring::default();
+        let leases = |t| {
+            [
+                lease("live", "live", t),
+                lease("gone", "gone", 0),
+                lease("released", "", 0),
+                lease("taken", "leader", 0),
+            ]
+        };
+        fn orphaned(ring: &Ring, now: Instant) -> Vec<&str> {
+            ring.orphaned(now).filter_map(member_of).collect()
+        }
+        ring.observe(&leases(0), at(0));
+        ring.observe(&leases(59), at(59));
+        assert!(
+            orphaned(&ring, at(59)).is_empty(),
+            "{:?}",
+            orphaned(&ring, at(59))
+        );
+        ring.observe(&leases(60), at(60));
+        assert_eq!(orphaned(&ring, at(60)), ["gone", "released", "taken"]);
+        // A taken Lease the leader still renews is no orphan.
+        let renewed = [lease("taken", "leader", 61)];
+        ring.observe(&renewed, at(61));
+        assert!(orphaned(&ring, at(61)).is_empty());
     }
 
     #[test]

@@ -291,7 +291,7 @@ impl Families {
         );
         registry.register(
             "reconcile_host_shard_assignments",
-            "Writes of the ring's leader, by action: assign (an unassigned parent labelled), drain (a live member asked to release one), reassign (a fenced member's parent moved), fence (a lapsed member's Lease taken or kept)",
+            "Writes of the ring's leader, by action: assign (an unassigned parent labelled), drain (a live member asked to release one), reassign (a fenced member's parent moved), fence (a lapsed member's Lease taken or kept), forget (an orphaned Lease deleted)",
             f.shard_assignments.clone(),
         );
         registry.register(
