@@ -116,7 +116,7 @@ impl Context {
         }});
         let api = self.parent_api(parent);
         let written = api
-            .patch(
+            .patch_metadata(
                 name_of(parent)?,
                 &PatchParams::default(),
                 &Patch::Merge(patch),

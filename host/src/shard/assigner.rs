@@ -277,9 +277,10 @@ impl Assigner {
                     patch["metadata"]["annotations"] = json!({&self.moved_annotation: from});
                 }
                 let (namespace, name) = located(&key);
+                // The answer is the parent's metadata alone: no body to parse and drop.
                 match self
                     .api(namespace)
-                    .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+                    .patch_metadata(name, &PatchParams::default(), &Patch::Merge(patch))
                     .await
                 {
                     Ok(_) => {

@@ -7,7 +7,8 @@
 //! 2 KB a parent, which made the ring's leader 20 MiB bigger than the other replicas at 10,000
 //! parents (`make bench`). A mark is about a tenth of that.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use kube::ResourceExt;
 use kube::core::{DynamicObject, PartialObjectMeta};
@@ -21,8 +22,8 @@ pub type Meta = PartialObjectMeta<DynamicObject>;
 pub struct Mark {
     pub uid: Box<str>,
     pub version: Box<str>,
-    /// The member its shard label names.
-    pub member: Option<Box<str>>,
+    /// The member its shard label names: one name of a few, shared by its thousands of parents.
+    pub member: Option<Arc<str>>,
     /// Whether it carries the drain label.
     pub draining: bool,
 }
@@ -34,6 +35,8 @@ pub struct Marks {
     parents: HashMap<Box<str>, Mark>,
     /// A relist under way: what will replace `parents` once it is complete.
     relisting: Option<HashMap<Box<str>, Mark>>,
+    /// The member names the marks share (those of gone members are dropped at each relist).
+    members: HashSet<Arc<str>>,
 }
 
 impl Marks {
@@ -45,6 +48,7 @@ impl Marks {
             drain_label: drain_label.to_string(),
             parents: HashMap::new(),
             relisting: None,
+            members: HashSet::new(),
         }
     }
 
@@ -68,6 +72,13 @@ impl Marks {
             Event::InitDone => {
                 if let Some(listed) = self.relisting.take() {
                     self.parents = listed;
+                    let named: HashSet<&Arc<str>> = self
+                        .parents
+                        .values()
+                        .filter_map(|m| m.member.as_ref())
+                        .collect();
+                    let names = std::mem::take(&mut self.members);
+                    self.members = names.into_iter().filter(|n| named.contains(n)).collect();
                 }
             }
         }
@@ -78,15 +89,26 @@ impl Marks {
         self.parents.iter().map(|(key, mark)| (&**key, mark))
     }
 
-    fn mark(&self, parent: &Meta) -> Option<(Box<str>, Mark)> {
+    fn mark(&mut self, parent: &Meta) -> Option<(Box<str>, Mark)> {
         let labels = parent.labels();
+        let member = (labels.get(&self.shard_label)).map(|name| self.member(name));
         let mark = Mark {
             uid: parent.metadata.uid.as_deref()?.into(),
             version: parent.metadata.resource_version.as_deref()?.into(),
-            member: labels.get(&self.shard_label).map(|m| m.as_str().into()),
+            member,
             draining: labels.contains_key(&self.drain_label),
         };
         Some((key(parent).into(), mark))
+    }
+
+    /// The shared name `name`.
+    fn member(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.members.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = name.into();
+        self.members.insert(shared.clone());
+        shared
     }
 }
 
@@ -136,6 +158,9 @@ mod tests {
             draining: true,
         };
         assert_eq!(mark, &expected);
+        marks.apply(Event::Apply(parent("other", "8", &[(SHARD, "a")])));
+        let names: Vec<_> = marks.iter().filter_map(|(_, m)| m.member.clone()).collect();
+        assert!(Arc::ptr_eq(&names[0], &names[1]), "one name, shared");
     }
 
     #[test]
@@ -157,5 +182,6 @@ mod tests {
         );
         marks.apply(Event::InitDone);
         assert_eq!(keys(&marks), ["ns/c"], "b went while the watch was down");
+        assert!(marks.members.is_empty(), "no parent names m any more");
     }
 }
