@@ -169,6 +169,32 @@ async fn scaling_3_to_5_to_2_while_parents_change_never_reconciles_a_parent_twic
     );
 }
 
+/// The parents whose shard label names `member`.
+async fn held_by(client: &Client, namespace: &str, member: &str) -> Vec<String> {
+    (assignments(client, namespace).await.into_iter())
+        .filter(|(_, label)| label.as_deref() == Some(member))
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// Gives each of `held` a new generation and waits until every one is Ready at it: reconciled by
+/// a live member.
+async fn served_again(client: &Client, namespace: &str, held: &[String]) {
+    // A field the guest ignores: a new generation to reconcile, with no Pod to wait for.
+    let revision = json!({"revision": 1});
+    patch_paced(client, namespace, held, revision, Duration::ZERO).await;
+    let api = myapps(client, namespace);
+    wait_for("the parents Ready at their new generation", || async {
+        let parents = api.list(&ListParams::default()).await.ok()?;
+        let pending = (parents.items.iter())
+            .filter(|p| held.contains(p.metadata.name.as_ref().unwrap()))
+            .filter(|p| !(p.data["spec"]["revision"] == 1 && converged(p)))
+            .count();
+        (pending == 0).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_killed_replicas_parents_are_served_again_within_the_lease_duration_plus_5s() {
     let _heavy = HEAVY.lock().await;
@@ -187,36 +213,12 @@ async fn a_killed_replicas_parents_are_served_again_within_the_lease_duration_pl
     let leader = ('a'..='c')
         .position(|letter| member(&namespace, letter) == killed)
         .expect("the leader is one of the replicas");
-    let held: Vec<String> = (assignments(&client, &namespace).await.into_iter())
-        .filter(|(_, label)| label.as_ref() == Some(&killed))
-        .map(|(name, _)| name)
-        .collect();
+    let held = held_by(&client, &namespace, &killed).await;
     assert!(!held.is_empty(), "the leader holds no parent");
 
     let killed_at = Instant::now();
     replicas[leader].kill();
-    // A field the guest ignores: a new generation to reconcile, with no Pod to wait for.
-    patch_paced(
-        &client,
-        &namespace,
-        &held,
-        json!({"revision": 1}),
-        Duration::ZERO,
-    )
-    .await;
-    let api = myapps(&client, &namespace);
-    wait_for(
-        "the killed replica's parents Ready at their new generation",
-        || async {
-            let parents = api.list(&ListParams::default()).await.ok()?;
-            let pending = (parents.items.iter())
-                .filter(|p| held.contains(p.metadata.name.as_ref().unwrap()))
-                .filter(|p| !(p.data["spec"]["revision"] == 1 && converged(p)))
-                .count();
-            (pending == 0).then_some(())
-        },
-    )
-    .await;
+    served_again(&client, &namespace, &held).await;
     let served_again = killed_at.elapsed();
     let bound = LEASE_DURATION + Duration::from_secs(5);
     println!(
@@ -293,4 +295,48 @@ fn record_lines_are_read_from_the_text_log_inside_spans_and_quoted_or_not() {
         .map(|r| (r.parent.as_str(), r.member.as_str(), r.start_us, r.end_us))
         .collect();
     assert_eq!(fields, [("ns/x", "a", 10, 20), ("ns/y", "b", 30, 40)]);
+}
+
+/// A member whose Lease is gone (deleted by hand here; by the orphan rule when another reconciler's
+/// parents still named it) cannot write, but its parents move only once its Lease is held by
+/// another: the ring's leader makes the Lease anew, held by itself, and moves them.
+#[tokio::test]
+async fn the_parents_of_a_member_whose_lease_is_deleted_move_once_the_leader_made_it_anew() {
+    let _heavy = HEAVY.lock().await;
+    let cluster = TestCluster::shared();
+    let _guard = failure_guard(cluster);
+    install_crd(cluster);
+    let namespace = cluster.namespace("shard-lease-gone").await.unwrap();
+    let client = cluster.client().await.unwrap();
+    let mut replicas = ring_of(cluster, &namespace, 2).await;
+    create_myapps_at_once(&client, &namespace, 40, AT_ONCE).await;
+    all_converged(&client, &namespace).await;
+    wait_spread(&replicas.iter().collect::<Vec<_>>(), 40).await;
+
+    let leader = ring_leader(&client, &namespace).await;
+    let other = (('a'..='b').map(|letter| member(&namespace, letter)))
+        .position(|member| member != leader)
+        .expect("two members");
+    let gone = member(&namespace, ['a', 'b'][other]);
+    let held = held_by(&client, &namespace, &gone).await;
+    assert!(!held.is_empty(), "{gone} holds no parent");
+
+    replicas[other].kill();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &namespace);
+    let selector = format!("{MEMBER_LABEL}={gone}");
+    let listed = (leases.list(&ListParams::default().labels(&selector)).await).unwrap();
+    assert_eq!(listed.items.len(), 1, "{gone}'s shard Lease");
+    let name = listed.items[0].name_any();
+    leases.delete(&name, &Default::default()).await.unwrap();
+    let deleted_at = Instant::now();
+
+    served_again(&client, &namespace, &held).await;
+    println!(
+        "{} parents of {gone} served again {:?} after its Lease was deleted",
+        held.len(),
+        deleted_at.elapsed()
+    );
+    let remade = leases.get(&name).await.expect("made anew by the leader");
+    let holder = remade.spec.and_then(|spec| spec.holder_identity);
+    assert_eq!(holder.as_deref(), Some(leader.as_str()));
 }

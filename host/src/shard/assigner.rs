@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{ApiResource, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::DynamicObject;
@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use super::assign::assign;
 use super::decide::{Action, Held, decide};
 use super::marks::{Marks, Meta, located};
+use super::membership::ShardSettings;
 use super::ring::{Ring, State, member_of};
 use crate::lease::{Fence, claimed};
 use crate::telemetry::Metrics;
@@ -54,8 +55,8 @@ pub struct Assigner {
     pub ring: Arc<Mutex<Ring>>,
     /// The leader Lease's fence: the assigner writes only while it admits.
     pub fence: Fence,
-    /// This replica's member name: the holder it writes into a Lease it takes.
-    pub me: String,
+    /// This replica's ring and member name (the holder it writes into a Lease it takes).
+    pub ring_settings: ShardSettings,
     pub shard_label: String,
     pub drain_label: String,
     /// Where a parent moved from a lapsed member names that member (`Identity::moved_annotation`).
@@ -343,12 +344,26 @@ impl Assigner {
             let ring = self.ring.lock().expect("ring lock poisoned");
             ring.lease(member).cloned()
         };
+        let me = &self.ring_settings.member;
+        let now = MicroTime(jiff::Timestamp::now());
         let Some(mut lease) = lease else {
-            // Never seen, or gone: nothing to take, and nothing it could write with.
+            // Gone (deleted by hand, or as an orphan while another reconciler's parents named the
+            // member) or never made: the member cannot write without it, but its parents move only
+            // once its Lease is held by another. So it is made anew, held by this leader; the create
+            // fails if the member made it first.
+            let mut lease = self.ring_settings.lease_of(member);
+            lease.spec = Some(claimed(&LeaseSpec::default(), me, now));
+            match self.leases.create(&PostParams::default(), &lease).await {
+                Ok(_) => {
+                    self.metrics.shard_assignment("fence");
+                    tracing::info!(%member, lease = %lease.name_any(), "made the Lease of a member that has none, held by this leader");
+                }
+                Err(e) => tracing::debug!(%member, error = %e, "making a member's Lease; retried"),
+            }
             return;
         };
         let spec = lease.spec.take().unwrap_or_default();
-        lease.spec = Some(claimed(&spec, &self.me, MicroTime(jiff::Timestamp::now())));
+        lease.spec = Some(claimed(&spec, me, now));
         let name = lease.name_any();
         match self
             .leases

@@ -78,7 +78,11 @@ impl Member {
 
     /// This replica's member of the ring it `joined`, for the reconciler `identity`.
     pub fn joining(joined: &Joined, identity: &Identity) -> Member {
-        Member::new(joined.member.clone(), identity, joined.fence.clone())
+        Member::new(
+            joined.settings.member.clone(),
+            identity,
+            joined.fence.clone(),
+        )
     }
 
     /// The current tenure: changes each time the fence opens after admitting nothing.

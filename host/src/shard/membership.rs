@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::ObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -46,8 +47,33 @@ impl ShardSettings {
     /// The member's Lease: `reconcile-host-<ring>.<member>`, a valid object name for any two label
     /// values (lowercased, `_` as `-`; at most 15 + 63 + 1 + 63 characters).
     pub fn lease_name(&self) -> String {
-        let name = format!("{LEASE_PREFIX}{}.{}", self.ring, self.member);
+        self.lease_name_of(&self.member)
+    }
+
+    fn lease_name_of(&self, member: &str) -> String {
+        let name = format!("{LEASE_PREFIX}{}.{member}", self.ring);
         name.to_lowercase().replace('_', "-")
+    }
+
+    /// The labels of `member`'s Lease: its ring and member.
+    fn lease_labels(&self, member: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (RING_LABEL.to_string(), self.ring.clone()),
+            (MEMBER_LABEL.to_string(), member.to_string()),
+        ])
+    }
+
+    /// The Lease of another `member` of this ring, named and labelled as its elector makes it, with
+    /// no spec: what the ring's leader creates, held by itself, for a member whose Lease is gone.
+    pub fn lease_of(&self, member: &str) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(self.lease_name_of(member)),
+                labels: Some(self.lease_labels(member)),
+                ..ObjectMeta::default()
+            },
+            spec: None,
+        }
     }
 
     /// The election of the member's own Lease, labelled with its ring and member.
@@ -56,10 +82,7 @@ impl ShardSettings {
             namespace: self.namespace.clone(),
             lease: self.lease_name(),
             identity: self.member.clone(),
-            labels: BTreeMap::from([
-                (RING_LABEL.to_string(), self.ring.clone()),
-                (MEMBER_LABEL.to_string(), self.member.clone()),
-            ]),
+            labels: self.lease_labels(&self.member),
             role: Role::Member,
         }
     }
@@ -70,13 +93,11 @@ impl ShardSettings {
     }
 }
 
-/// What the reconcilers of a replica that joined a ring share: its member name, the fence of its
-/// own shard Lease, and the ring as it observes it.
+/// What the reconcilers of a replica that joined a ring share: which ring and member (its settings),
+/// the fence of its own shard Lease, and the ring as it observes it.
 #[derive(Clone)]
 pub struct Joined {
-    pub member: String,
-    /// Where the ring's Leases live.
-    pub namespace: String,
+    pub settings: ShardSettings,
     pub fence: Fence,
     pub ring: Arc<Mutex<Ring>>,
 }
@@ -119,8 +140,7 @@ impl Membership {
     /// What its reconcilers share: who it is in the ring, its fence, the ring it observes.
     pub fn joined(&self) -> Joined {
         Joined {
-            member: self.settings.member.clone(),
-            namespace: self.settings.namespace.clone(),
+            settings: self.settings.clone(),
             fence: self.fence.clone(),
             ring: self.ring.clone(),
         }
@@ -194,6 +214,15 @@ mod tests {
         assert_eq!(election.labels[RING_LABEL], "myapp");
         assert_eq!(election.labels[MEMBER_LABEL], "host-7f9c-x2");
         assert_eq!(settings.ring_selector(), "reconcile-host.dev/ring=myapp");
+        // Another member's, as the ring's leader makes it when it is gone: named and labelled alike.
+        let other = settings.lease_of("host-8a0d-y3");
+        assert_eq!(
+            other.metadata.name.as_deref(),
+            Some("reconcile-host-myapp.host-8a0d-y3")
+        );
+        let labels = other.metadata.labels.unwrap_or_default();
+        assert_eq!(labels[RING_LABEL], "myapp");
+        assert_eq!(labels[MEMBER_LABEL], "host-8a0d-y3");
     }
 
     #[test]

@@ -41,7 +41,7 @@
 //! - From a member that is gone: once the leader has watched its Lease unrenewed for its duration
 //!   (or released, or missing for as long), the member's fence has closed; the leader then takes the
 //!   member's Lease, a write conditional on the resourceVersion it judged, which fails if the member
-//!   renewed meanwhile. Held by the leader, the Lease is out of the member's reach until it has
+//!   renewed meanwhile (a missing Lease it makes anew, held by itself). Held by the leader, the Lease is out of the member's reach until it has
 //!   watched the leader's record unrenewed for a whole duration (the member stands again, as after
 //!   any loss), and the leader moves its parents at once. A member that takes its Lease again reads
 //!   its parents afresh before it reconciles: its old cache may hold parents moved meanwhile. And a

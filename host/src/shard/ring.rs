@@ -7,7 +7,8 @@
 //! A member that is not live is in one of three states, which tell the ring's leader what it may do
 //! with its parents (`decide`): `Lapsed` (its Lease released, watched unrenewed for its duration, or
 //! missing for as long): its fence has closed, but it may claim its Lease again, so the leader first
-//! takes the Lease, a conditional write that fails if the member renewed meanwhile; `Fenced` (its
+//! takes the Lease, a conditional write that fails if the member renewed meanwhile (a missing one it
+//! makes anew, held by itself: a create that fails if the member made it first); `Fenced` (its
 //! Lease held by another, the leader that took it): it cannot write again before it has watched that
 //! record unrenewed for the Lease's duration, so its parents move at once; `Unseen` (no Lease seen
 //! yet, for less than a duration): nothing moves yet.
