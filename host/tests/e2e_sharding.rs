@@ -18,7 +18,7 @@ use reconcile_host::lease::LEASE_DURATION;
 use reconcile_host::names::MEMBER_LABEL;
 use reconcile_host::shard::ring::ORPHANED_AFTER;
 use serde_json::{Value, json};
-use testcluster::{TestCluster, failure_guard};
+use testcluster::{FailureGuard, TestCluster, failure_guard};
 use tokio::sync::Mutex;
 
 use common::host::HostProcess;
@@ -32,6 +32,22 @@ static HEAVY: Mutex<()> = Mutex::const_new(());
 
 /// In-flight creations and patches: a burst, bounded so the API server is not the one measured.
 const AT_ONCE: usize = 16;
+
+/// What each test starts from, on the shared control plane (the CRD installed): a namespace of its
+/// own named after `name`, a client, and a ring of `count` replicas there. Keep the guard: it
+/// reports the control plane's state should the test fail.
+async fn ring_in(
+    name: &str,
+    count: usize,
+) -> (FailureGuard<'static>, String, Client, Vec<HostProcess>) {
+    let cluster = TestCluster::shared();
+    let guard = failure_guard(cluster);
+    install_crd(cluster);
+    let namespace = cluster.namespace(name).await.unwrap();
+    let client = cluster.client().await.unwrap();
+    let replicas = ring_of(cluster, &namespace, count).await;
+    (guard, namespace, client, replicas)
+}
 
 /// `count` replicas of the ring in `namespace`, members `a`, `b`..., each a member of a ring of
 /// `count` before this returns (parents created after are assigned once, to their final member).
@@ -72,12 +88,7 @@ async fn patch_paced(
 #[tokio::test]
 async fn three_replicas_share_600_parents_each_reconciled_by_exactly_one() {
     let _heavy = HEAVY.lock().await;
-    let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
-    install_crd(cluster);
-    let namespace = cluster.namespace("shard-600").await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let replicas = ring_of(cluster, &namespace, 3).await;
+    let (_guard, namespace, client, replicas) = ring_in("shard-600", 3).await;
 
     create_myapps_at_once(&client, &namespace, 600, AT_ONCE).await;
     let ring = ['a', 'b', 'c'].map(|letter| member(&namespace, letter));
@@ -110,12 +121,8 @@ async fn three_replicas_share_600_parents_each_reconciled_by_exactly_one() {
 #[tokio::test]
 async fn scaling_3_to_5_to_2_while_parents_change_never_reconciles_a_parent_twice_at_once() {
     let _heavy = HEAVY.lock().await;
+    let (_guard, namespace, client, mut replicas) = ring_in("shard-scale", 3).await;
     let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
-    install_crd(cluster);
-    let namespace = cluster.namespace("shard-scale").await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let mut replicas = ring_of(cluster, &namespace, 3).await;
     create_myapps_at_once(&client, &namespace, 300, AT_ONCE).await;
     all_converged(&client, &namespace).await;
     // Half the parents change while the ring grows, and change back while it shrinks.
@@ -198,12 +205,7 @@ async fn served_again(client: &Client, namespace: &str, held: &[String]) {
 #[tokio::test]
 async fn a_killed_replicas_parents_are_served_again_within_the_lease_duration_plus_5s() {
     let _heavy = HEAVY.lock().await;
-    let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
-    install_crd(cluster);
-    let namespace = cluster.namespace("shard-kill").await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let mut replicas = ring_of(cluster, &namespace, 3).await;
+    let (_guard, namespace, client, mut replicas) = ring_in("shard-kill", 3).await;
     create_myapps_at_once(&client, &namespace, 150, AT_ONCE).await;
     all_converged(&client, &namespace).await;
     wait_spread(&replicas.iter().collect::<Vec<_>>(), 150).await;
@@ -303,12 +305,7 @@ fn record_lines_are_read_from_the_text_log_inside_spans_and_quoted_or_not() {
 #[tokio::test]
 async fn the_parents_of_a_member_whose_lease_is_deleted_move_once_the_leader_made_it_anew() {
     let _heavy = HEAVY.lock().await;
-    let cluster = TestCluster::shared();
-    let _guard = failure_guard(cluster);
-    install_crd(cluster);
-    let namespace = cluster.namespace("shard-lease-gone").await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let mut replicas = ring_of(cluster, &namespace, 2).await;
+    let (_guard, namespace, client, mut replicas) = ring_in("shard-lease-gone", 2).await;
     create_myapps_at_once(&client, &namespace, 40, AT_ONCE).await;
     all_converged(&client, &namespace).await;
     wait_spread(&replicas.iter().collect::<Vec<_>>(), 40).await;
