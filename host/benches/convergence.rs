@@ -76,7 +76,7 @@ use growth::Row;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
 use measure::{Contender, converge};
-use parents::create;
+use parents::{create, setting};
 use serde_json::json;
 use spawn::Spawner;
 use testcluster::TestCluster;
@@ -88,22 +88,14 @@ const VARIANT_LABEL: &str = "example.com/variant";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    match args.get(1).map(String::as_str) {
-        Some("--native-controller") => return native::main(&args[2]),
-        Some(awake::FLAG) => return awake::spin(),
-        _ => {}
+    if args.get(1).map(String::as_str) == Some("--native-controller") {
+        return native::main(&args[2]);
     }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    awake::main_or_spin(run())
 }
 
 fn parents() -> usize {
-    std::env::var("RECONCILE_HOST_BENCH_PARENTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1000)
+    setting("RECONCILE_HOST_BENCH_PARENTS", 1000)
 }
 
 async fn run() -> Result<()> {

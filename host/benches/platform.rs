@@ -42,26 +42,15 @@ use serde_json::json;
 use testcluster::TestCluster;
 use testcluster::process::Component;
 
+use parents::setting;
+
 /// Requests in flight at once when creating parents.
 pub const CONCURRENCY: usize = 16;
 const POLL: Duration = Duration::from_millis(100);
 const GIVE_UP: Duration = Duration::from_secs(600);
 
-fn setting(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(default)
-}
-
 fn main() -> Result<()> {
-    if std::env::args().nth(1).as_deref() == Some(awake::FLAG) {
-        return awake::spin();
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    awake::main_or_spin(run())
 }
 
 /// One reconciler's figures: to its first parent, to all of them.
@@ -71,8 +60,8 @@ struct Started {
 }
 
 async fn run() -> Result<()> {
-    let reconcilers = setting("RECONCILE_HOST_BENCH_RECONCILERS", 20);
-    let parents = setting("RECONCILE_HOST_BENCH_RECONCILER_PARENTS", 50);
+    let reconcilers: usize = setting("RECONCILE_HOST_BENCH_RECONCILERS", 20);
+    let parents: usize = setting("RECONCILE_HOST_BENCH_RECONCILER_PARENTS", 50);
     let _awake = awake::KeepAwake::start()?;
     let logs = tempfile::tempdir()?;
     eprintln!("bench: starting the control plane");

@@ -74,7 +74,7 @@ use api::Requests;
 use counters::{HostCounters, metric, metric_by};
 use cpu::{CpuClock, CpuSeconds};
 use fresh::on_fresh_cluster;
-use parents::create;
+use parents::{create, setting};
 use report::{Resident, mib, report};
 use spawn::Host;
 
@@ -101,21 +101,12 @@ const SLOWER: u32 = 5;
 const SLOWEST: Duration = Duration::from_secs(120);
 
 fn main() -> Result<()> {
-    if std::env::args().nth(1).as_deref() == Some(awake::FLAG) {
-        return awake::spin();
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    awake::main_or_spin(run())
 }
 
 /// `RECONCILE_HOST_BENCH_SHARD_PARENTS`, else 10,000 (the size).
 fn parents() -> usize {
-    std::env::var("RECONCILE_HOST_BENCH_SHARD_PARENTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000)
+    setting("RECONCILE_HOST_BENCH_SHARD_PARENTS", 10_000)
 }
 
 /// The sharded rows' replica counts: `RECONCILE_HOST_BENCH_SHARD_REPLICAS` (comma-separated; 1 is a

@@ -43,6 +43,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testcluster::TestCluster;
 
+use parents::setting;
+
 /// Parents created at once (`parents::create`).
 const CONCURRENCY: usize = 16;
 /// How much a sampled figure may grow after the warm-up.
@@ -70,13 +72,6 @@ impl Sample {
     }
 }
 
-fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn main() -> Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -85,8 +80,8 @@ fn main() -> Result<()> {
 }
 
 async fn soak() -> Result<()> {
-    let parents = setting("RECONCILE_HOST_SOAK_PARENTS", 2000) as usize;
-    let minutes = setting("RECONCILE_HOST_SOAK_MINUTES", 30);
+    let parents: usize = setting("RECONCILE_HOST_SOAK_PARENTS", 2000);
+    let minutes: u64 = setting("RECONCILE_HOST_SOAK_MINUTES", 30);
     anyhow::ensure!(
         parents > churn::HOT,
         "the soak needs more than {} parents",

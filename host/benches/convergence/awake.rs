@@ -69,6 +69,18 @@ impl Drop for KeepAwake {
     }
 }
 
+/// A benchmark's `main`: the spinner when this process was started as one (`FLAG`), else `run` on
+/// a multi-threaded runtime.
+pub fn main_or_spin(run: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+    if std::env::args().nth(1).as_deref() == Some(FLAG) {
+        return spin();
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run)
+}
+
 /// The spinner: lowest scheduling class, dies with the benchmark, spins.
 pub fn spin() -> Result<()> {
     let parent = std::os::unix::process::parent_id();

@@ -8,6 +8,15 @@ use serde_json::json;
 
 use crate::myapp;
 
+/// A benchmark's setting (how many parents, how long): the number in the environment variable
+/// `name`, else `default`.
+pub fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Creates MyApps `app-<i>`, `CONCURRENCY` at a time, yielding each as it is created.
 pub fn create<'a>(
     client: &'a Client,
