@@ -246,8 +246,11 @@ async fn each_alert_fires_on_the_metrics_of_a_host_in_its_state_and_none_on_a_he
         &module,
         &["--concurrency", "1", "--guest-deadline-ms", "3000"],
     );
-    let before = scrape_when(&failing, "the failing host's metrics", |s| {
+    // Once its first module is loaded: the garbage below must replace a good module, not be the
+    // first one a host still starting up reads (then nothing traps or loops).
+    let before = scrape_when(&failing, "the failing host's module loaded", |s| {
         s.value("reconcile_host_leader").is_some()
+            && s.value("reconcile_host_active_module{").is_some()
     })
     .await;
     create_myapp(&client, &failing_ns, "traps", json!({"fault": "trap"})).await;
